@@ -1,0 +1,29 @@
+# Two entry points do all the set-up themselves:
+#   make demo   create .venv, install memaudit, solve and certify the quickstart package
+#   make test   create .venv, install memaudit with test extras, run the test suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench venv clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/memaudit solve packages_data/examples/quickstart.json --budget-frac 0.25
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_exact.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

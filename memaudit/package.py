@@ -1,0 +1,759 @@
+"""MEMAUDIT packages: the pydantic model, load / save, budgets, and compilation to a solvers.Problem."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import hashlib
+import json
+import math
+import numbers
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Union, get_args
+
+import numpy as np
+import scipy.sparse as sp
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError,
+                      field_validator, model_validator)
+from pydantic_core import PydanticSerializationError
+
+from solvers import Problem, ProblemError
+from solvers.problem import breakpoint_pieces, min_cap_pieces
+
+from .costs import COST_MODEL_UNITS, COST_MODELS, cost_of
+from .errors import BudgetError, PackageError
+
+__all__ = ["FORMAT", "CANDIDATE_KINDS", "COMMON_UNIT_KINDS", "Experience", "Unit", "HCap", "HBreakpoints",
+           "Candidate", "Query", "Package", "Compiled", "load_package", "package_from_dict", "save_package",
+           "package_to_dict", "package_sha256", "candidate_costs", "stream_cost", "resolve_budget", "compile_package",
+           "package_json_schema", "summarize"]
+
+#: the package format version this module reads and writes
+FORMAT = "memaudit-package/1"
+
+#: every candidate kind, in the order used by reports
+CANDIDATE_KINDS = ("raw", "fact", "update", "tombstone", "compound_update", "summary", "external")
+
+#: the usual unit kinds; any string is allowed
+COMMON_UNIT_KINDS = ("current", "detail", "procedure", "validity", "interval", "preference", "identity")
+
+CostModelName = Literal["words", "chars", "bytes", "tokens"]
+CandidateKind = Literal["raw", "fact", "update", "tombstone", "compound_update", "summary", "external"]
+assert set(get_args(CostModelName)) == set(COST_MODELS)
+assert get_args(CandidateKind) == CANDIDATE_KINDS
+
+
+# -- scalar rules -----------------------------------------------------------
+
+class _NonFiniteLiteral:
+    """What a JSON ``NaN`` / ``Infinity`` / ``-Infinity`` literal parses to: not a number, so it is
+    rejected by the field it sits in, with that field's path in the message."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _finite(v) -> float | None:
+    """``float(v)`` when ``v`` is a finite real number (not a bool), else None."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _positive(v):
+    f = _finite(v)
+    if f is None or f <= 0:
+        raise ValueError("must be a finite number > 0")
+    return f
+
+
+def _non_negative(v):
+    f = _finite(v)
+    if f is None or f < 0:
+        raise ValueError("must be a finite number >= 0")
+    return f
+
+
+PositiveNumber = Annotated[float, Field(gt=0), BeforeValidator(_positive)]
+NonNegativeNumber = Annotated[float, Field(ge=0), BeforeValidator(_non_negative)]
+Id = Annotated[str, Field(min_length=1)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- h: the concave saturation of a unit ------------------------------------
+
+class HCap(_Model):
+    """``h(z) = min(cap, z)``."""
+
+    cap: PositiveNumber
+
+
+class HBreakpoints(_Model):
+    """Concave, non-decreasing piecewise-linear ``h`` through (0, 0) and the breakpoints
+    ``[z, h(z)]`` (z strictly increasing, > 0), constant after the last one."""
+
+    breakpoints: list[tuple[float, float]] = Field(min_length=1)
+
+
+_H_RULE = ('must be "min1", {"cap": c} with c a finite number > 0, or {"breakpoints": [[z, h(z)], ...]}'
+           " describing a concave, non-decreasing h with h(0) = 0")
+
+
+def _check_h(v):
+    if isinstance(v, (HCap, HBreakpoints)):
+        v = v.model_dump()
+    if v == "min1":
+        return v
+    if isinstance(v, dict) and set(v) == {"cap"}:
+        if (c := _finite(v["cap"])) is None or c <= 0:
+            raise ValueError("cap must be a finite number > 0")
+        return {"cap": c}
+    if isinstance(v, dict) and set(v) == {"breakpoints"}:
+        pts = v["breakpoints"]
+        if not isinstance(pts, (list, tuple)) or not pts:
+            raise ValueError("breakpoints must be a non-empty list of [z, h(z)] pairs")
+        pairs = []
+        for pt in pts:
+            if not (isinstance(pt, (list, tuple)) and len(pt) == 2) or None in (zv := [_finite(x) for x in pt]):
+                raise ValueError("each breakpoint must be a pair [z, h(z)] of finite numbers")
+            pairs.append(zv)
+        try:
+            breakpoint_pieces(pairs)
+        except ProblemError as exc:
+            raise ValueError(f"breakpoints must describe a concave, non-decreasing h with h(0) = 0 ({exc})") from None
+        return {"breakpoints": pairs}
+    raise ValueError(_H_RULE)
+
+
+HSpec = Annotated[Union[Literal["min1"], HCap, HBreakpoints], BeforeValidator(_check_h)]
+
+
+# -- the records ------------------------------------------------------------
+
+class Experience(_Model):
+    """One item of the frozen stream."""
+
+    id: Id
+    time: str | None = None
+    session: Annotated[int, Strict()] | None = None
+    text: str
+
+
+class Unit(_Model):
+    """One evidence unit: a piece of value a future query needs."""
+
+    id: Id
+    kind: str = Field(description="free string; usually one of " + ", ".join(COMMON_UNIT_KINDS))
+    weight: PositiveNumber
+    text: str = ""
+    h: HSpec = Field(default="min1", description='"min1", {"cap": c} or {"breakpoints": [[z, h(z)], ...]}')
+    aliases: list[str] = Field(default_factory=list)
+
+
+class Candidate(_Model):
+    """One way to store an experience."""
+
+    id: Id
+    experience: Id
+    kind: CandidateKind
+    text: str = ""
+    cost: PositiveNumber | None = Field(default=None, description="omitted: computed from text under cost_model")
+    coverage: dict[str, NonNegativeNumber] = Field(default_factory=dict, description="unit id -> a[u, r] >= 0")
+
+
+class Query(_Model):
+    """A future question; the units it requires give them their value."""
+
+    id: Id
+    text: str
+    answer: str | None = None
+    requires: list[Id]
+    weight: PositiveNumber = 1.0
+
+
+class Package(_Model):
+    """A MEMAUDIT package (``"format": "memaudit-package/1"``); see DESIGN.md "Package format"."""
+
+    format: Literal["memaudit-package/1"]
+    id: Id
+    cost_model: CostModelName
+    cost_source: Literal["text", "given"] = "text"
+    budget: NonNegativeNumber | None = None
+    experiences: list[Experience]
+    units: list[Unit]
+    candidates: list[Candidate]
+    queries: list[Query] = Field(default_factory=list)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("experiences", "units", "candidates")
+    @classmethod
+    def _non_empty(cls, v, info):
+        if not v:
+            raise ValueError(f"must not be empty: a package needs at least one {info.field_name[:-1]}")
+        return v
+
+    @model_validator(mode="after")
+    def _check_cross_references(self):
+        problems = _cross_reference_problems(self)
+        if problems:
+            raise ValueError(problems[0] + _more(len(problems) - 1))
+        return self
+
+
+def _more(n: int) -> str:
+    return "" if n <= 0 else f" (and {n} more problem{'s' if n > 1 else ''})"
+
+
+def _show(v) -> str:
+    """A short rendering of a received value for a message."""
+    if isinstance(v, _NonFiniteLiteral):
+        s = v.name
+    elif isinstance(v, bool) or v is None:
+        s = json.dumps(v)
+    elif isinstance(v, float):
+        s = ("NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")) if not math.isfinite(v) else (
+            str(int(v)) if v.is_integer() and abs(v) < 1e16 else repr(v))
+    elif isinstance(v, (int, str)):
+        s = repr(v)
+    else:
+        try:
+            s = json.dumps(v, ensure_ascii=False, default=repr)
+        except (TypeError, ValueError):
+            s = repr(v)
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
+def _cross_reference_problems(pkg: Package) -> list[str]:
+    problems = []
+    for field in ("experiences", "units", "candidates", "queries"):
+        seen: dict[str, int] = {}
+        for i, item in enumerate(getattr(pkg, field)):
+            if item.id in seen:
+                problems.append(f"{field}[{i}].id must be unique among the {field}; got {item.id!r}, "
+                                f"already the id of {field}[{seen[item.id]}]")
+            else:
+                seen[item.id] = i
+    experience_ids = {e.id for e in pkg.experiences}
+    unit_ids = {u.id for u in pkg.units}
+    n_per_experience: Counter = Counter()
+    for i, c in enumerate(pkg.candidates):
+        at = f"candidates[{i}] ({c.id!r})"
+        if c.experience in experience_ids:
+            n_per_experience[c.experience] += 1
+        else:
+            problems.append(f"{at}.experience must name an experience of this package; got {c.experience!r}")
+        problems.extend(f"{at}.coverage key must name a unit of this package; got {key!r}"
+                        for key in c.coverage if key not in unit_ids)
+        if (p := _cost_problem(pkg, at, c)):
+            problems.append(p)
+    for i, e in enumerate(pkg.experiences):
+        if n_per_experience[e.id] == 0:
+            problems.append(f"experiences[{i}] ({e.id!r}) must have at least one candidate (its group is empty); "
+                            "got none")
+    for i, q in enumerate(pkg.queries):
+        problems.extend(f"queries[{i}] ({q.id!r}).requires[{j}] must name a unit of this package; got {r!r}"
+                        for j, r in enumerate(q.requires) if r not in unit_ids)
+    if (p := _json_value_problem(pkg.meta, "meta")):
+        problems.append(p)
+    return problems
+
+
+def _cost_problem(pkg: Package, at: str, c: Candidate) -> str:
+    if pkg.cost_source == "given":
+        if c.cost is None:
+            return f'{at}.cost is required because the package says "cost_source": "given"; got none'
+        return ""
+    computed = cost_of(c.text, pkg.cost_model)
+    units = COST_MODEL_UNITS[pkg.cost_model]
+    if c.cost is None:
+        if computed <= 0:
+            return (f"{at}.cost is not given and its text costs 0 {units}, but a cost must be > 0: give the "
+                    f'candidate a non-empty text, or a cost together with "cost_source": "given"; got text {c.text!r}')
+        return ""
+    if c.cost != computed:
+        return (f"{at}.cost must equal the cost of its text under cost_model {pkg.cost_model!r} "
+                f'({computed} {units}); got {_show(c.cost)}. To keep given costs, set "cost_source": "given" '
+                "at the top level of the package")
+    return ""
+
+
+def _json_value_problem(v, path: str) -> str:
+    if v is None or isinstance(v, (str, bool, int)):
+        return ""
+    if isinstance(v, float) or isinstance(v, _NonFiniteLiteral):
+        return "" if _finite(v) is not None else f"{path} must be a finite number; got {_show(v)}"
+    if isinstance(v, list):
+        return next((p for i, x in enumerate(v) if (p := _json_value_problem(x, f"{path}[{i}]"))), "")
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if not isinstance(k, str):
+                return f"{path} keys must be strings; got {k!r}"
+            if (p := _json_value_problem(x, f"{path}[{k!r}]")):
+                return p
+        return ""
+    return f"{path} must hold only JSON values (null, boolean, number, string, list, object); got {_show(v)}"
+
+
+# -- turning a pydantic ValidationError into one line -----------------------
+
+_ITEM_MODELS = {"experiences": Experience, "units": Unit, "candidates": Candidate, "queries": Query}
+_MAPPING_FIELDS = {"coverage", "meta"}
+_TYPE_RULES = {
+    "missing": "is required",
+    "string_type": "must be a string",
+    "string_too_short": "must be a non-empty string",
+    "int_type": "must be an integer",
+    "int_parsing": "must be an integer",
+    "int_from_float": "must be an integer",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "list_type": "must be a list (JSON array)",
+    "dict_type": "must be an object (JSON {...})",
+    "model_type": "must be an object (JSON {...})",
+    "model_attributes_type": "must be an object (JSON {...})",
+}
+
+
+def _where(loc, data) -> str:
+    """``candidates[3] ('e02.fact').cost`` from a pydantic loc, with ids read from the raw data."""
+    out, node, mapping = "", data, False
+    for part in loc:
+        if part == "[key]":
+            continue
+        if isinstance(part, int):
+            out += f"[{part}]"
+            node = node[part] if isinstance(node, list) and 0 <= part < len(node) else None
+            if isinstance(node, dict) and isinstance(node.get("id"), str):
+                out += f" ({node['id']!r})"
+        else:
+            out += f"[{part!r}]" if mapping else (f".{part}" if out else str(part))
+            mapping = not mapping and part in _MAPPING_FIELDS
+            node = node.get(part) if isinstance(node, dict) else None
+    return out
+
+
+def _model_at(loc):
+    if not loc:
+        return Package
+    if len(loc) == 2 and isinstance(loc[1], int):
+        return _ITEM_MODELS.get(loc[0])
+    return None
+
+
+def _describe(err: dict, data) -> str:
+    loc, kind = tuple(err["loc"]), err["type"]
+    if kind == "extra_forbidden":
+        parent, key = loc[:-1], loc[-1]
+        owner = _where(parent, data) or "the package"
+        model = _model_at(parent)
+        hint = ""
+        if model is not None:
+            fields = list(model.model_fields)
+            close = difflib.get_close_matches(str(key), fields, n=1, cutoff=0.6)
+            hint = (f" (did you mean {close[0]!r}?)" if close else "") + "; allowed fields: " + ", ".join(fields)
+        return f"{owner} has an unknown field {key!r}{hint}"
+    if not loc:
+        msg = err["msg"]
+        return msg.removeprefix("Value error, ")
+    where = _where(loc, data)
+    if kind == "missing":
+        return f"{where} is required"
+    if kind == "value_error":
+        rule = err["msg"].removeprefix("Value error, ")
+    elif kind == "literal_error":
+        rule = f"must be one of {err.get('ctx', {}).get('expected', '')}"
+    else:
+        rule = _TYPE_RULES.get(kind)
+        if rule is None:
+            m = err["msg"]
+            rule = (m[:1].lower() + m[1:]).replace("input should", "should")
+    return f"{where} {rule}; got {_show(err.get('input'))}"
+
+
+def _json_kind(v) -> str:
+    if isinstance(v, list):
+        return "a JSON array"
+    if isinstance(v, str):
+        return "a JSON string"
+    if isinstance(v, bool):
+        return "a JSON boolean"
+    if v is None:
+        return "null"
+    if isinstance(v, (int, float, _NonFiniteLiteral)):
+        return "a JSON number"
+    return f"a {type(v).__name__}"
+
+
+# -- loading and saving -----------------------------------------------------
+
+def package_from_dict(data, source: str = "<dict>") -> Package:
+    """Validate plain data (as parsed from JSON) and return a :class:`Package`.
+
+    Raises
+    ------
+    PackageError
+        One line naming ``source``, the field (JSON path and id), the rule and the value received.
+
+    Examples
+    --------
+    >>> pkg = package_from_dict({"format": "memaudit-package/1", "id": "toy", "cost_model": "words",
+    ...     "experiences": [{"id": "e1", "text": "We deploy to eu-west-2."}],
+    ...     "units": [{"id": "region", "kind": "current", "weight": 1}],
+    ...     "candidates": [{"id": "e1.raw", "experience": "e1", "kind": "raw",
+    ...                     "text": "We deploy to eu-west-2.", "coverage": {"region": 1}}]})
+    >>> candidate_costs(pkg)
+    {'e1.raw': 4.0}
+    >>> package_from_dict({"format": "memaudit-package/1", "id": "toy", "cost_model": "words",
+    ...     "experiences": [], "units": [], "candidates": []}, source="toy.json")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    memaudit.errors.PackageError: toy.json: experiences must not be empty: ...; got [] (and 2 more problems)
+    """
+    if not isinstance(data, dict):
+        raise PackageError(f"{source}: a package must be a JSON object ({{...}}) at the top level; "
+                           f"got {_json_kind(data)}")
+    if "format" not in data:
+        raise PackageError(f"{source}: format is required; expected {FORMAT!r}")
+    if data["format"] != FORMAT:
+        raise PackageError(f"{source}: format must be {FORMAT!r}, the only package format version this "
+                           f"memaudit reads; got {_show(data['format'])}")
+    try:
+        return Package.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        raise PackageError(f"{source}: {_describe(errors[0], data)}{_more(len(errors) - 1)}") from exc
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _object_without_duplicates(pairs):
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            ids = [v for k, v in pairs if k == "id" and isinstance(v, str)]
+            where = f" (the object with id {ids[0]!r})" if ids else ""
+            raise _DuplicateKey(f"key {key!r} appears twice in one JSON object{where}; JSON keys must be unique")
+        out[key] = value
+    return out
+
+
+def _parse_json(text: str, source: str):
+    if not text.strip():
+        raise PackageError(f"{source}: the file is empty; expected a JSON package object")
+    try:
+        return json.loads(text, parse_constant=_NonFiniteLiteral, object_pairs_hook=_object_without_duplicates)
+    except _DuplicateKey as exc:
+        raise PackageError(f"{source}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise PackageError(f"{source}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise PackageError(f"{source}: JSON nested too deeply to be a package") from None
+
+
+def _read_bytes(path) -> tuple[bytes, str]:
+    source = os.fspath(path)
+    try:
+        with open(source, "rb") as fh:
+            return fh.read(), source
+    except FileNotFoundError:
+        raise PackageError(f"{source}: no such file") from None
+    except IsADirectoryError:
+        raise PackageError(f"{source}: is a directory, not a package file") from None
+    except OSError as exc:
+        raise PackageError(f"{source}: cannot read the file: {exc.strerror or exc}") from None
+
+
+def load_package(path) -> Package:
+    """Read, parse and validate a package file; the file is only ever opened for reading.
+
+    A UTF-8 byte-order mark is accepted.  JSON ``NaN`` / ``Infinity`` literals, duplicate
+    keys in one object and every rule of the package format are rejected.
+
+    Raises
+    ------
+    PackageError
+        One line naming the file, the field, the rule and the value received.
+    """
+    raw, source = _read_bytes(path)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise PackageError(f"{source}: not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start} "
+                           f"cannot be decoded ({exc.reason}); save the file as UTF-8") from None
+    return package_from_dict(_parse_json(text, source), source=source)
+
+
+def _default_file_mode() -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o644
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = _default_file_mode()
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    except OSError as exc:
+        raise PackageError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise PackageError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        raise
+
+
+def package_to_dict(pkg: Package) -> dict:
+    """The JSON form of a package: every field written out, ``None`` (absent) fields left out."""
+    try:
+        return pkg.model_dump(mode="json", exclude_none=True)
+    except PydanticSerializationError as exc:
+        raise PackageError(f"package {pkg.id!r} cannot be written as JSON: {exc}") from None
+
+
+def save_package(pkg: Package, path) -> None:
+    """Write ``pkg`` as JSON (indent 2, UTF-8, trailing newline), atomically.
+
+    The data is validated again first, so an invalid (e.g. mutated) package is never written;
+    the file is replaced in one step (temporary file in the same directory, then ``os.replace``).
+    """
+    path = os.fspath(path)
+    data = package_to_dict(pkg)
+    package_from_dict(data, source=path)
+    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    _atomic_write(path, text.encode("utf-8"))
+
+
+def package_sha256(path) -> str:
+    """SHA-256 (hex) of the raw bytes of a package file."""
+    raw, _ = _read_bytes(path)
+    return hashlib.sha256(raw).hexdigest()
+
+
+def package_json_schema() -> dict:
+    """The JSON Schema of the package format, generated from the models."""
+    return Package.model_json_schema()
+
+
+# -- costs and budgets ------------------------------------------------------
+
+def candidate_costs(pkg: Package) -> dict[str, float]:
+    """Resolved cost of every candidate (given, or computed from its text), by candidate id."""
+    if pkg.cost_source == "given":
+        return {c.id: float(c.cost) for c in pkg.candidates}
+    return {c.id: float(c.cost) if c.cost is not None else float(cost_of(c.text, pkg.cost_model))
+            for c in pkg.candidates}
+
+
+def stream_cost(pkg: Package) -> float:
+    """Cost of storing every experience verbatim: sum over experiences of the largest candidate cost."""
+    costs = candidate_costs(pkg)
+    largest: dict[str, float] = {}
+    for c in pkg.candidates:
+        largest[c.experience] = max(largest.get(c.experience, 0.0), costs[c.id])
+    return float(sum(largest.values()))
+
+
+def _budget_number(v, name: str, pkg: Package) -> float:
+    f = _finite(v)
+    if f is None or f < 0:
+        raise BudgetError(f"the {name} for package {pkg.id!r} must be a finite number >= 0; got {_show(v)}")
+    return f
+
+
+def resolve_budget(pkg: Package, budget=None, budget_frac=None) -> float:
+    """The budget B to use: ``budget``, or ``budget_frac`` times the stream cost, or the package's own.
+
+    Raises
+    ------
+    BudgetError
+        If both are given, a value is negative or not finite, or neither is given and the
+        package has no budget.
+    """
+    if budget is not None and budget_frac is not None:
+        raise BudgetError(f"give either a budget (--budget) or a budget fraction (--budget-frac), not both; "
+                          f"got budget={_show(budget)} and budget_frac={_show(budget_frac)}")
+    if budget is not None:
+        return _budget_number(budget, "budget", pkg)
+    if budget_frac is not None:
+        return _budget_number(budget_frac, "budget fraction", pkg) * stream_cost(pkg)
+    if pkg.budget is not None:
+        return float(pkg.budget)
+    raise BudgetError(f"package {pkg.id!r} has no budget of its own: pass --budget B (a cost in "
+                      f"{COST_MODEL_UNITS[pkg.cost_model]}) or --budget-frac f (a fraction of the stream cost "
+                      f"{_show(stream_cost(pkg))})")
+
+
+# -- compilation ------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class Compiled:
+    """A package compiled to a :class:`solvers.Problem`, with the ids behind each index.
+
+    Candidate ``i`` of the problem is ``candidate_ids[i]``; unit ``r`` is ``unit_ids[r]``;
+    group ``g`` is ``experience_ids[g]`` (stream order, as listed in the package).
+    """
+
+    problem: Problem
+    candidate_ids: list[str]
+    unit_ids: list[str]
+    experience_ids: list[str]
+
+    @functools.cached_property
+    def _positions(self) -> dict[str, int]:
+        return {cid: i for i, cid in enumerate(self.candidate_ids)}
+
+    def ids(self, indices) -> list[str]:
+        """Candidate ids of candidate indices (or of a boolean mask of shape (n_candidates,)), in order."""
+        arr = np.asarray(indices)
+        if arr.dtype == bool:
+            arr = np.flatnonzero(arr)
+        n = len(self.candidate_ids)
+        out = []
+        for i in arr.reshape(-1).tolist():
+            if not isinstance(i, int) or not 0 <= i < n:
+                raise IndexError(f"candidate index must be an integer in [0, {n}); got {i!r}")
+            out.append(self.candidate_ids[i])
+        return out
+
+    def indices(self, ids) -> np.ndarray:
+        """Candidate indices (int64, in the given order) of candidate ids; a single str is one id."""
+        if isinstance(ids, str):
+            ids = [ids]
+        out = []
+        for cid in ids:
+            if cid not in self._positions:
+                raise PackageError(f"unknown candidate id {cid!r}: not a candidate of this package")
+            out.append(self._positions[cid])
+        return np.asarray(out, dtype=np.int64)
+
+
+def _h_pieces(h) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(h, HCap):
+        s, b = min_cap_pieces([h.cap])
+        return s[0], b[0]
+    if isinstance(h, HBreakpoints):
+        s, b = breakpoint_pieces(h.breakpoints)
+        # h(z_k) - s_k z_k >= 0 exactly; float rounding can leave -1e-17
+        return s, np.maximum(b, 0.0)
+    s, b = min_cap_pieces([1.0])
+    return s[0], b[0]
+
+
+def compile_package(pkg: Package) -> Compiled:
+    """Build the :class:`solvers.Problem` of a package.
+
+    Coverage is a scipy sparse (n_candidates, n_units) array; every unit's h is given by
+    the same number of affine pieces (shorter lists repeat their last piece).
+
+    Examples
+    --------
+    >>> pkg = package_from_dict({"format": "memaudit-package/1", "id": "toy", "cost_model": "words",
+    ...     "experiences": [{"id": "e1", "text": "a b c"}],
+    ...     "units": [{"id": "r", "kind": "current", "weight": 2}],
+    ...     "candidates": [{"id": "e1.raw", "experience": "e1", "kind": "raw", "text": "a b c",
+    ...                     "coverage": {"r": 1}}]})
+    >>> c = compile_package(pkg)
+    >>> c.problem.costs.tolist(), c.problem.weights.tolist(), c.ids([0])
+    ([3.0], [2.0], ['e1.raw'])
+    """
+    costs_by_id = candidate_costs(pkg)
+    group_of = {e.id: g for g, e in enumerate(pkg.experiences)}
+    unit_of = {u.id: r for r, u in enumerate(pkg.units)}
+    n_cand, n_units = len(pkg.candidates), len(pkg.units)
+    costs = np.array([costs_by_id[c.id] for c in pkg.candidates], dtype=float)
+    groups = np.array([group_of[c.experience] for c in pkg.candidates], dtype=np.int64)
+    rows, cols, vals = [], [], []
+    for i, c in enumerate(pkg.candidates):
+        for unit_id, a in c.coverage.items():
+            rows.append(i)
+            cols.append(unit_of[unit_id])
+            vals.append(a)
+    coverage = sp.csr_array((np.array(vals, dtype=float), (np.array(rows, dtype=np.int64),
+                                                           np.array(cols, dtype=np.int64))),
+                            shape=(n_cand, n_units))
+    weights = np.array([u.weight for u in pkg.units], dtype=float)
+    pieces = [_h_pieces(u.h) for u in pkg.units]
+    k = max(len(s) for s, _ in pieces)
+    slopes = np.array([np.pad(s, (0, k - len(s)), mode="edge") for s, _ in pieces])
+    intercepts = np.array([np.pad(b, (0, k - len(b)), mode="edge") for _, b in pieces])
+    try:
+        problem = Problem.build(costs, groups, coverage, weights, h_slopes=slopes, h_intercepts=intercepts,
+                                n_groups=len(pkg.experiences))
+    except ProblemError as exc:
+        raise PackageError(f"package {pkg.id!r} cannot be compiled: {exc}") from exc
+    return Compiled(problem, [c.id for c in pkg.candidates], [u.id for u in pkg.units],
+                    [e.id for e in pkg.experiences])
+
+
+# -- inspection -------------------------------------------------------------
+
+def summarize(pkg: Package, budget=None) -> dict:
+    """Counts and costs of a package, for ``memaudit inspect``.
+
+    ``budget`` (if given) overrides the package's own; ``budget`` and ``budget_frac``
+    (budget / stream cost) are None when no budget is known.
+    """
+    costs = candidate_costs(pkg)
+    total = stream_cost(pkg)
+    if budget is not None:
+        budget = resolve_budget(pkg, budget=budget)
+    elif pkg.budget is not None:
+        budget = float(pkg.budget)
+    kinds = Counter(c.kind for c in pkg.candidates)
+    cost_by_kind: dict[str, float] = {}
+    for c in pkg.candidates:
+        cost_by_kind[c.kind] = cost_by_kind.get(c.kind, 0.0) + costs[c.id]
+    order = [k for k in CANDIDATE_KINDS if k in kinds]
+    unit_kinds = Counter(u.kind for u in pkg.units)
+    return {
+        "id": pkg.id,
+        "format": pkg.format,
+        "cost_model": pkg.cost_model,
+        "cost_source": pkg.cost_source,
+        "n_experiences": len(pkg.experiences),
+        "n_candidates": len(pkg.candidates),
+        "n_units": len(pkg.units),
+        "n_queries": len(pkg.queries),
+        "candidates_by_kind": {k: kinds[k] for k in order},
+        "units_by_kind": dict(sorted(unit_kinds.items())),
+        "stream_cost": total,
+        "cost_by_kind": {k: cost_by_kind[k] for k in order},
+        "budget": budget,
+        "budget_frac": None if budget is None else budget / total,
+    }

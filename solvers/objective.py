@@ -1,0 +1,130 @@
+"""The objective F and its checkers: the only place coverage is added up."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .problem import Problem
+
+__all__ = ["as_indices", "coverage_sums", "unit_values", "evaluate", "total_cost",
+           "is_feasible", "infeasibility", "marginal_gains", "h_values"]
+
+#: relative tolerance of the knapsack check, for float sums of costs
+COST_RTOL = 1e-9
+
+
+def as_indices(problem: Problem, chosen) -> np.ndarray:
+    """Sorted int64 candidate indices from an index list or a boolean mask."""
+    arr = np.asarray(chosen)
+    if arr.dtype == bool:
+        if arr.shape != (problem.n_candidates,):
+            raise ValueError(f"a boolean selection needs shape ({problem.n_candidates},); got {arr.shape}")
+        return np.flatnonzero(arr).astype(np.int64)
+    arr = arr.reshape(-1)
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"candidate indices must be integers; got dtype {arr.dtype}")
+    return np.sort(arr.astype(np.int64))
+
+
+def h_values(problem: Problem, units: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``h_r(z)`` for paired arrays of unit indices and arguments."""
+    return np.min(problem.h_slopes[units] * z[:, None] + problem.h_intercepts[units], axis=1)
+
+
+def coverage_sums(problem: Problem, chosen) -> np.ndarray:
+    """``s[r] = sum_{u in chosen} a[u, r]``, shape (n_units,)."""
+    idx = as_indices(problem, chosen)
+    x = np.zeros(problem.n_candidates)
+    np.add.at(x, idx, 1.0)
+    return problem.coverage.T @ x
+
+
+def unit_values(problem: Problem, sums: np.ndarray) -> np.ndarray:
+    """``w[r] * h_r(s[r])`` for every unit, shape (n_units,)."""
+    units = np.arange(problem.n_units)
+    return problem.weights * h_values(problem, units, np.asarray(sums, dtype=float))
+
+
+def evaluate(problem: Problem, chosen) -> float:
+    """``F(chosen)``: the objective value of a set of candidates.
+
+    Examples
+    --------
+    >>> from solvers.problem import Problem
+    >>> p = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [0, 1], [0.5, 0.5]], [1.0, 2.0])
+    >>> evaluate(p, [1]), evaluate(p, [0, 2]), evaluate(p, [])
+    (2.0, 2.0, 0.0)
+    """
+    return float(unit_values(problem, coverage_sums(problem, chosen)).sum())
+
+
+def total_cost(problem: Problem, chosen) -> float:
+    """Sum of the costs of the chosen candidates."""
+    return float(problem.costs[as_indices(problem, chosen)].sum())
+
+
+def infeasibility(problem: Problem, chosen, budget: float) -> str:
+    """Why ``chosen`` is not a feasible store, or ``""`` when it is."""
+    idx = as_indices(problem, chosen)
+    if idx.size and (idx[0] < 0 or idx[-1] >= problem.n_candidates):
+        return f"candidate index out of range [0, {problem.n_candidates})"
+    if np.any(np.diff(idx) == 0):
+        return "a candidate is chosen twice"
+    g = problem.groups[idx]
+    if np.unique(g).size != g.size:
+        dup = int(np.flatnonzero(np.bincount(g) > 1)[0])
+        return f"group {dup} has more than one chosen candidate"
+    cost = total_cost(problem, idx)
+    if cost > budget + COST_RTOL * max(1.0, abs(budget)):
+        return f"cost {cost:g} exceeds the budget {budget:g}"
+    return ""
+
+
+def is_feasible(problem: Problem, chosen, budget: float) -> bool:
+    """True when ``chosen`` has at most one candidate per group and fits the budget.
+
+    Examples
+    --------
+    >>> from solvers.problem import Problem
+    >>> p = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [0, 1], [0.5, 0.5]], [1.0, 2.0])
+    >>> is_feasible(p, [1, 2], 4), is_feasible(p, [0, 1], 10), is_feasible(p, [1, 2], 3)
+    (True, False, False)
+    """
+    return infeasibility(problem, chosen, budget) == ""
+
+
+def marginal_gains(problem: Problem, sums: np.ndarray, candidates=None) -> np.ndarray:
+    """``F(S + u) - F(S)`` for each candidate u, given ``sums = coverage_sums(S)``.
+
+    A candidate already in S is scored as if its coverage were added once more.
+
+    Parameters
+    ----------
+    sums : ndarray, shape (n_units,)
+    candidates : array_like of int, optional
+        Which candidates to score (default: all).
+
+    Returns
+    -------
+    ndarray, shape (len(candidates),)
+
+    Examples
+    --------
+    >>> from solvers.problem import Problem
+    >>> p = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [0, 1], [0.5, 0.5]], [1.0, 2.0])
+    >>> marginal_gains(p, coverage_sums(p, [2])).tolist()
+    [0.5, 1.0, 1.5]
+    """
+    sums = np.asarray(sums, dtype=float)
+    if candidates is None:
+        rows = problem.coverage
+        n = problem.n_candidates
+    else:
+        cand = np.asarray(candidates, dtype=np.int64).reshape(-1)
+        rows = problem.coverage[cand]
+        n = cand.size
+    units = rows.indices
+    row_of = np.repeat(np.arange(n), np.diff(rows.indptr))
+    base = sums[units]
+    gain = problem.weights[units] * (h_values(problem, units, base + rows.data) - h_values(problem, units, base))
+    return np.bincount(row_of, weights=gain, minlength=n)
