@@ -57,30 +57,17 @@ def objective_grid(problem: Problem) -> float:
     0.0
     """
     def key():
-        step_a = Fraction(0)
-        for a in np.unique(problem.coverage.data):
-            f = _as_fraction(a)
-            if f is None:
-                return 0.0
-            step_a = _frac_gcd(step_a, f)
-        if step_a == 0:
+        step_a = _cost_step(problem.coverage.data)
+        if problem.coverage.nnz == 0:
             return 1.0  # F is identically 0
-        delta = Fraction(0)
-        slopes, intercepts = problem.h_slopes, problem.h_intercepts
-        for r in range(problem.n_units):
-            w = _as_fraction(problem.weights[r])
-            if w is None:
-                return 0.0
-            step_h = Fraction(0)
-            for k in range(slopes.shape[1]):
-                fs, fb = _as_fraction(slopes[r, k]), _as_fraction(intercepts[r, k])
-                if fs is None or fb is None:
-                    return 0.0
-                step_h = _frac_gcd(_frac_gcd(step_h, fs * step_a), fb)
-            delta = _frac_gcd(delta, w * step_h)
-            if delta.denominator > 10**12:
-                return 0.0
-        return float(delta) if delta > 0 else 1.0
+        if step_a == 0:
+            return 0.0
+        # F(X) = sum_r w_r h_r(s_r) with s_r on the grid step_a: every term is a multiple of
+        # w_r * gcd_k(slope_rk * step_a, intercept_rk), so of the gcd of all those products
+        w = problem.weights[:, None]
+        terms = np.concatenate([(w * problem.h_slopes * step_a).ravel(), (w * problem.h_intercepts).ravel()])
+        step = _cost_step(terms[terms > 0])
+        return step if step > 0 else (1.0 if not np.any(terms > 0) else 0.0)
     return problem.cached("objective_grid", key)
 
 
@@ -265,33 +252,31 @@ def _decompose(problem: Problem, active: np.ndarray, max_combos: int):
     inc.data[:] = 1.0
     link = (inc @ inc.T).tocsr()
     n_comp, label = connected_components(link, directed=False)
-    groups_with = np.unique(g_of)
-    comp_groups: dict[int, list[int]] = {}
-    for g in groups_with:
-        comp_groups.setdefault(int(label[g]), []).append(int(g))
-    by_group: dict[int, list[int]] = {}
-    for u in cand:
-        by_group.setdefault(int(problem.groups[u]), []).append(int(u))
-
-    opt_cost, opt_value, opt_members = [], [], []
-    coupled_cands: list[int] = []
-    new_group_of_option = []
-    coupled_group_of = []
-    n_new_groups = 0
+    comp_size = np.bincount(label[np.unique(g_of)], minlength=n_comp)
     single_gain = marginal_gains(problem, np.zeros(problem.n_units), cand)
-    gain_of = dict(zip(cand.tolist(), single_gain.tolist()))
+    # groups alone in their component: each candidate is an option worth its standalone value
+    alone = (comp_size[label[g_of]] == 1) & (single_gain > 0)
+    _, new_gid = np.unique(g_of[comp_size[label[g_of]] == 1], return_inverse=True)
+    n_alone_groups = int(new_gid.max()) + 1 if new_gid.size else 0
+    gid_alone = np.zeros(cand.size, dtype=np.int64)
+    gid_alone[comp_size[label[g_of]] == 1] = new_gid
+    opt_cost = problem.costs[cand[alone]].tolist()
+    opt_value = single_gain[alone].tolist()
+    opt_members = [(int(u),) for u in cand[alone]]
+    new_group_of_option = gid_alone[alone].tolist()
+    n_new_groups = n_alone_groups
+    # larger components: enumerate (if small enough) or keep coupled
+    multi = np.flatnonzero(comp_size > 1)
+    by_comp: dict[int, dict[int, list[int]]] = {int(c): {} for c in multi}
+    for u, g in zip(cand.tolist(), g_of.tolist()):
+        c = int(label[g])
+        if c in by_comp:
+            by_comp[c].setdefault(g, []).append(u)
+    coupled_cands: list[int] = []
+    coupled_group_of: list[int] = []
     n_collapsed = n_coupled_groups = 0
-    for comp, groups in comp_groups.items():
-        if len(groups) == 1:
-            g = groups[0]
-            for u in by_group[g]:
-                if gain_of[u] > 0:
-                    opt_cost.append(problem.costs[u])
-                    opt_value.append(gain_of[u])
-                    opt_members.append((u,))
-                    new_group_of_option.append(n_new_groups)
-            n_new_groups += 1
-            continue
+    for comp, by_group in by_comp.items():
+        groups = sorted(by_group)
         n_combos = 1
         for g in groups:
             n_combos *= len(by_group[g]) + 1
@@ -302,18 +287,20 @@ def _decompose(problem: Problem, active: np.ndarray, max_combos: int):
                 n_new_groups += 1
             n_coupled_groups += len(groups)
             continue
-        # enumerate every store of the component, keep the Pareto frontier
+        # enumerate every store of the component, keep the (cost, value) Pareto frontier
         choices = [[()] + [(u,) for u in by_group[g]] for g in groups]
         combos = [sum(c, ()) for c in itertools.product(*choices)]
-        units = np.unique(inc[groups].indices)
-        sub = problem.coverage[:, units]
-        x = np.zeros((len(combos), problem.n_candidates))
+        local = sorted({u for g in groups for u in by_group[g]})
+        pos = {u: i for i, u in enumerate(local)}
+        x = np.zeros((len(combos), len(local)))
         for i, c in enumerate(combos):
-            x[i, list(c)] = 1.0
-        sums = np.asarray(sp.csr_array(x) @ sub.tocsc().toarray() if False else (sp.csr_array(x) @ sub).toarray())
+            x[i, [pos[u] for u in c]] = 1.0
+        sub = problem.coverage[local]
+        units = np.unique(sub.indices)
+        sums = x @ sub[:, units].toarray()
         values = (problem.weights[units] * np.min(problem.h_slopes[units][None] * sums[:, :, None]
                                                   + problem.h_intercepts[units][None], axis=2)).sum(axis=1)
-        costs = x @ problem.costs
+        costs = x @ problem.costs[local]
         order = np.lexsort((-values, costs))
         best = 0.0
         for i in order:
@@ -348,7 +335,7 @@ def _decompose(problem: Problem, active: np.ndarray, max_combos: int):
     members = opt_members + [(int(u),) for u in coupled]
     exact_units = np.zeros(n_units, dtype=bool)
     exact_units[:n_opt] = True
-    stats = {"components": len(comp_groups), "groups_collapsed": n_collapsed,
+    stats = {"components": int((comp_size > 0).sum()), "groups_collapsed": n_collapsed,
              "coupled_groups": n_coupled_groups, "reduced_options": int(costs.size)}
     return reduced, members, exact_units, stats
 
@@ -642,8 +629,10 @@ class _Search:
                 np.maximum.at(best_x, seg_of, lp_x)
                 score = best_x[open_segs]
             else:
-                d_sorted = np.sort(np.column_stack([info["d"], seg_of]).view(), axis=0)  # noqa: F841
-                score = np.array([np.diff(np.sort(info["d"][seg_of == s])[-2:])[0] for s in open_segs])
+                order = np.lexsort((-info["d"], seg_of))          # by group, best first
+                first = info["starts"]
+                gap2 = info["d"][order[first]] - info["d"][order[np.minimum(first + 1, order.size - 1)]]
+                score = gap2[open_segs]
             seg = open_segs[int(np.argmin(score))]
             members = np.flatnonzero(seg_of == seg)
             pref = lp_x[members] if lp_x is not None else info["d"][members]

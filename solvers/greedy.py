@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from .objective import coverage_sums, evaluate, marginal_gains
+from .objective import coverage_sums, evaluate, marginal_gains, rows_entries
 from .problem import Problem
 from .result import Result, make_result
 
@@ -28,7 +28,7 @@ def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None) -> 
     used = np.zeros(problem.n_groups, dtype=bool)
     used[problem.groups[chosen]] = True
     remaining = budget - float(problem.costs[chosen].sum())
-    sums = coverage_sums(problem, chosen)
+    sums = coverage_sums(problem, chosen).copy()
     ok = (problem.costs <= remaining + 1e-9 * max(1.0, abs(budget))) & ~used[problem.groups]
     if allowed is not None:
         ok &= allowed
@@ -55,7 +55,8 @@ def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None) -> 
         chosen.append(u)
         used[g] = True
         remaining -= problem.costs[u]
-        sums = sums + problem.coverage[[u]].toarray().ravel()
+        _, pos = rows_entries(problem.coverage.indptr, np.array([u]))
+        np.add.at(sums, problem.coverage.indices[pos], problem.coverage.data[pos])
     return np.array(sorted(chosen), dtype=np.int64)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from .problem import Problem
 
 __all__ = ["as_indices", "coverage_sums", "unit_values", "evaluate", "total_cost",
-           "is_feasible", "infeasibility", "marginal_gains", "h_values"]
+           "is_feasible", "infeasibility", "marginal_gains", "h_values", "rows_entries"]
 
 #: relative tolerance of the knapsack check, for float sums of costs
 COST_RTOL = 1e-9
@@ -116,15 +116,34 @@ def marginal_gains(problem: Problem, sums: np.ndarray, candidates=None) -> np.nd
     [0.5, 1.0, 1.5]
     """
     sums = np.asarray(sums, dtype=float)
+    cov = problem.coverage
     if candidates is None:
-        rows = problem.coverage
         n = problem.n_candidates
+        units, data = cov.indices, cov.data
+        row_of = np.repeat(np.arange(n), np.diff(cov.indptr))
     else:
         cand = np.asarray(candidates, dtype=np.int64).reshape(-1)
-        rows = problem.coverage[cand]
         n = cand.size
-    units = rows.indices
-    row_of = np.repeat(np.arange(n), np.diff(rows.indptr))
+        row_of, pos = rows_entries(cov.indptr, cand)
+        units, data = cov.indices[pos], cov.data[pos]
     base = sums[units]
-    gain = problem.weights[units] * (h_values(problem, units, base + rows.data) - h_values(problem, units, base))
+    gain = problem.weights[units] * (h_values(problem, units, base + data) - h_values(problem, units, base))
     return np.bincount(row_of, weights=gain, minlength=n)
+
+
+def rows_entries(indptr: np.ndarray, rows: np.ndarray):
+    """Positions of the stored entries of ``rows`` in a CSR matrix, and which row each belongs to.
+
+    Returns ``(row_of, positions)``: ``row_of[i]`` is the index into ``rows`` of
+    entry ``positions[i]``.  Avoids scipy's fancy indexing on hot paths.
+
+    Examples
+    --------
+    >>> rows_entries(np.array([0, 2, 2, 5]), np.array([2, 0]))
+    (array([0, 0, 0, 1, 1]), array([2, 3, 4, 0, 1]))
+    """
+    starts = indptr[rows]
+    lengths = indptr[rows + 1] - starts
+    row_of = np.repeat(np.arange(rows.size), lengths)
+    offsets = np.arange(row_of.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return row_of, np.repeat(starts, lengths) + offsets

@@ -1,0 +1,315 @@
+"""Solve a package with one method, certify it with an independent back-end, and describe the store."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from solvers import BackendUnavailable, Declined, Problem, Result
+from solvers.certify import CERT_RTOL, Certification, compare_results
+from solvers.objective import coverage_sums, h_values
+from solvers.registry import BACKENDS, METHODS, get_method
+
+from .errors import MemauditError, MethodError
+from .package import Compiled, Package, candidate_costs, compile_package
+
+__all__ = ["SolveReport", "solve_package", "store_rows", "uncovered_units", "resolve_method",
+           "resolve_backend", "BACKEND_ALIASES", "BackendUnavailableError", "BackendDeclinedError",
+           "method_time_limit", "run_solver", "declined_message"]
+
+#: short names accepted for the certifying back-ends (``none`` = do not certify)
+BACKEND_ALIASES = {"highs": "milp-highs", "cbc": "milp-cbc", "cpsat": "cpsat", "none": None}
+
+#: relative tolerance under which a unit counts as fully covered (h(s) >= (1 - tol) * h(inf))
+_FULL_RTOL = 1e-9
+
+
+class BackendUnavailableError(MemauditError, ImportError):
+    """An optional solver back-end is not installed; the message says what to ``pip install``."""
+
+
+class BackendDeclinedError(MemauditError, ValueError):
+    """A back-end cannot state this package exactly (e.g. CP-SAT and non-integer data)."""
+
+
+def _valid_backends() -> str:
+    return ", ".join(sorted(set(BACKEND_ALIASES) | set(BACKENDS)))
+
+
+def resolve_method(name: str) -> str:
+    """The registered method name for ``name`` (``highs`` / ``cbc`` are accepted for the MILPs).
+
+    Examples
+    --------
+    >>> resolve_method("bnb"), resolve_method("highs")
+    ('bnb', 'milp-highs')
+    >>> resolve_method("simplex")
+    Traceback (most recent call last):
+    ...
+    memaudit.errors.MethodError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, greedy, milp-cbc, milp-highs
+    """
+    full = BACKEND_ALIASES.get(name, name) if isinstance(name, str) else name
+    if full not in METHODS:
+        raise MethodError(f"unknown method {name!r}; valid methods: {', '.join(sorted(METHODS))}")
+    return full
+
+
+def resolve_backend(name: str | None) -> str | None:
+    """The certifying back-end for ``name``: a MILP method name, or None for ``none`` / None.
+
+    Examples
+    --------
+    >>> resolve_backend("highs"), resolve_backend("milp-cbc"), resolve_backend("none")
+    ('milp-highs', 'milp-cbc', None)
+    >>> resolve_backend("gurobi")
+    Traceback (most recent call last):
+    ...
+    memaudit.errors.MethodError: unknown back-end 'gurobi'; valid back-ends: cbc, cpsat, highs, milp-cbc, milp-highs, none
+    """
+    if name is None:
+        return None
+    if isinstance(name, str) and name in BACKEND_ALIASES:
+        return BACKEND_ALIASES[name]
+    if isinstance(name, str) and name in BACKENDS:
+        return name
+    raise MethodError(f"unknown back-end {name!r}; valid back-ends: {_valid_backends()}")
+
+
+def method_time_limit(time_limit) -> float | None:
+    """Validate a time limit in seconds (None = no limit)."""
+    if time_limit is None:
+        return None
+    if (isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real) or math.isnan(time_limit)
+            or not time_limit > 0):
+        raise MethodError(f"the time limit must be a number of seconds > 0; got {time_limit!r}")
+    return None if math.isinf(time_limit) else float(time_limit)
+
+
+def _settings(name: str, time_limit: float | None) -> dict:
+    if time_limit is None:
+        return {}
+    if "time_limit" not in inspect.signature(METHODS[name]).parameters:
+        raise MethodError(f"method {name!r} takes no time limit; drop --time-limit or choose another method")
+    return {"time_limit": time_limit}
+
+
+def declined_message(name: str, exc: Exception) -> str:
+    others = ", ".join(n for n in sorted(BACKENDS) if n != name)
+    return f"{name} declined this package: {exc}; try another back-end ({others})"
+
+
+def run_solver(name: str, problem: Problem, budget: float, settings: dict) -> Result:
+    """Run a registered method, turning a missing back-end into a :class:`BackendUnavailableError`."""
+    try:
+        return get_method(name)(problem, budget, **settings)
+    except BackendUnavailable as exc:
+        raise BackendUnavailableError(str(exc)) from exc
+
+
+def _probe_backend(name: str) -> None:
+    """Fail fast when ``name`` is not installed: solve a one-candidate problem with it."""
+    tiny = Problem.build([1.0], [0], [[1.0]], [1.0])
+    run_solver(name, tiny, 1.0, {})
+
+
+@dataclass(frozen=True, eq=False)
+class SolveReport:
+    """Everything :func:`solve_package` computed: inputs, both results and their comparison.
+
+    Attributes
+    ----------
+    package : Package
+    compiled : Compiled
+    budget : float
+    method : str
+        Registered name of the method that chose the store.
+    result : Result
+        The method's result; its store is *the* store of the report.
+    backend : str or None
+        The certifying back-end, None when certification was skipped.
+    backend_result : Result or None
+        None when the back-end was skipped or declined.
+    certification : Certification or None
+        ``compare_results`` of both results; None when there is no back-end result.
+    declined : str
+        Why the back-end declined the package ("" when it did not).
+    """
+
+    package: Package
+    compiled: Compiled
+    budget: float
+    method: str
+    result: Result
+    backend: str | None = None
+    backend_result: Result | None = None
+    certification: Certification | None = None
+    declined: str = ""
+
+    @property
+    def certified(self) -> bool:
+        return self.certification is not None and self.certification.certified
+
+    @property
+    def status(self) -> str:
+        """``certified``; ``optimal (not certified)`` when the method proved optimality and no
+        back-end was asked for; otherwise ``not certified``."""
+        if self.certified:
+            return "certified"
+        if self.backend is None and self.result.status == "optimal":
+            return "optimal (not certified)"
+        return "not certified"
+
+    @property
+    def value(self) -> float:
+        """F of the store (recomputed by evaluate inside the method's Result)."""
+        return self.result.value
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why the store is not certified (empty when it is)."""
+        if self.certified:
+            return []
+        if self.backend is None:
+            return ["no certifying back-end was run (back-end 'none')"]
+        if self.declined:
+            return [self.declined]
+        return list(self.certification.reasons)
+
+    @property
+    def results(self) -> list[Result]:
+        return [self.result] + ([self.backend_result] if self.backend_result is not None else [])
+
+
+def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: str | None = "milp-highs",
+                  time_limit: float | None = None, rtol: float = CERT_RTOL,
+                  progress: Callable[[str], None] | None = None) -> SolveReport:
+    """Compile ``pkg``, solve it with ``method`` and, independently, with the certifying ``backend``.
+
+    Parameters
+    ----------
+    pkg : Package
+    budget : float
+        The resolved budget B (see :func:`memaudit.package.resolve_budget`).
+    method : str
+        A registered method (default ``bnb``).
+    backend : str or None
+        ``milp-highs`` (default), ``milp-cbc``, ``cpsat``, their short names ``highs`` /
+        ``cbc``, or None / ``none`` to skip certification.
+    time_limit : float or None
+        Seconds, given to the method and to the back-end separately.
+    progress : callable, optional
+        Called with a short line ("solving with bnb...") before each long step.
+
+    Returns
+    -------
+    SolveReport
+
+    Raises
+    ------
+    MethodError
+        Unknown method or back-end (the message lists the valid names), the back-end equals the
+        method, or a bad time limit.
+    BackendUnavailableError
+        The method or the back-end is not installed (checked before solving; says what to install).
+    BackendDeclinedError
+        The *method* cannot state this package (a declining *back-end* is not an error: the
+        report is then ``not certified`` and says why).
+
+    Examples
+    --------
+    >>> from memaudit.package import package_from_dict
+    >>> pkg = package_from_dict({"format": "memaudit-package/1", "id": "toy", "cost_model": "words",
+    ...     "experiences": [{"id": "e1", "text": "We deploy to eu-west-2."}],
+    ...     "units": [{"id": "region", "kind": "current", "weight": 2}],
+    ...     "candidates": [{"id": "e1.raw", "experience": "e1", "kind": "raw", "text": "We deploy to eu-west-2.",
+    ...                     "coverage": {"region": 1}},
+    ...                    {"id": "e1.fact", "experience": "e1", "kind": "fact", "text": "region: eu-west-2",
+    ...                     "coverage": {"region": 1}}]})
+    >>> report = solve_package(pkg, budget=3)
+    >>> report.status, report.value, [row["candidate"] for row in store_rows(report)]
+    ('certified', 2.0, ['e1.fact'])
+    """
+    name = resolve_method(method)
+    backend = resolve_backend(backend)
+    time_limit = method_time_limit(time_limit)
+    if backend == name:
+        raise MethodError(f"the certifying back-end must differ from the method; both are {name!r}: "
+                          "choose another --backend or --backend none")
+    say = progress or (lambda line: None)
+    settings = _settings(name, time_limit)
+    backend_settings = _settings(backend, time_limit) if backend is not None else {}
+    if backend is not None:
+        _probe_backend(backend)
+    compiled = compile_package(pkg)
+    problem = compiled.problem
+    say(f"solving with {name}...")
+    try:
+        result = run_solver(name, problem, budget, settings)
+    except Declined as exc:
+        raise BackendDeclinedError(declined_message(name, exc)) from exc
+    if backend is None:
+        return SolveReport(pkg, compiled, float(budget), name, result)
+    say(f"certifying with {backend}...")
+    try:
+        backend_result = run_solver(backend, problem, budget, backend_settings)
+    except Declined as exc:
+        return SolveReport(pkg, compiled, float(budget), name, result, backend,
+                           declined=declined_message(backend, exc))
+    cert = compare_results(problem, budget, result, backend_result, rtol=rtol)
+    return SolveReport(pkg, compiled, float(budget), name, result, backend, backend_result, cert)
+
+
+# -- describing the store -----------------------------------------------------
+
+def store_rows(report: SolveReport) -> list[dict]:
+    """The chosen store, one row per stored candidate, in stream order of the experiences.
+
+    Each row: ``experience``, ``candidate``, ``kind``, ``cost``, ``units`` (``{unit id:
+    coverage a[u, r]}`` for every unit the candidate covers).
+    """
+    pkg, compiled = report.package, report.compiled
+    costs = candidate_costs(pkg)
+    chosen = set(compiled.ids(report.result.chosen))
+    rows = []
+    for c in pkg.candidates:  # ordered by experience below
+        if c.id in chosen:
+            rows.append({"experience": c.experience, "candidate": c.id, "kind": c.kind, "cost": costs[c.id],
+                         "units": {u: float(a) for u, a in c.coverage.items() if a > 0}})
+    order = {eid: g for g, eid in enumerate(compiled.experience_ids)}
+    rows.sort(key=lambda row: order[row["experience"]])
+    return rows
+
+
+def _full_values(problem: Problem) -> np.ndarray:
+    """h_r(inf): the value each unit saturates at (the smallest intercept of its flat pieces), shape (n_units,)."""
+    flat = np.where(problem.h_slopes == 0, problem.h_intercepts, np.inf)
+    return flat.min(axis=1)
+
+
+def uncovered_units(report: SolveReport) -> list[dict]:
+    """Units the store does not fully cover, in package order.
+
+    Rule: unit r is fully covered when ``h_r(s_r) >= (1 - 1e-9) * h_r(inf)``, where ``s_r`` is
+    the store's summed coverage and ``h_r(inf)`` the value h saturates at (1 for the default
+    ``min(1, z)``, ``cap`` for ``{"cap": c}``, the last breakpoint's value otherwise).  Every other
+    unit is listed, partly covered ones included.  Each row: ``unit``, ``kind``, ``weight``,
+    ``coverage`` (s_r), ``level`` (h_r(s_r) / h_r(inf), in [0, 1)) and ``lost`` (the weighted
+    value missing, ``w_r * (h_r(inf) - h_r(s_r))``).
+    """
+    problem = report.compiled.problem
+    sums = coverage_sums(problem, report.result.chosen)
+    units = np.arange(problem.n_units)
+    h = h_values(problem, units, sums)
+    full = _full_values(problem)
+    rows = []
+    for r, unit in enumerate(report.package.units):
+        if math.isinf(full[r]) or h[r] >= (1 - _FULL_RTOL) * full[r]:
+            continue
+        rows.append({"unit": unit.id, "kind": unit.kind, "weight": float(unit.weight), "coverage": float(sums[r]),
+                     "level": float(h[r] / full[r]), "lost": float(problem.weights[r] * (full[r] - h[r]))})
+    return rows
