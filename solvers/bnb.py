@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from .greedy import greedy_store
 from .objective import coverage_sums, evaluate, marginal_gains, unit_values
 from .problem import Problem
-from .result import Result, make_result
+from .result import Result, check_budget, make_result
 
 __all__ = ["branch_and_bound", "objective_grid", "lagrangian_bound"]
 
@@ -176,7 +176,7 @@ def lagrangian_bound(problem: Problem, budget: float, mu=None) -> float:
     """Upper bound on OPT from unit prices ``mu`` (default: ``w``, the marginal-gain bound).
 
     ``F(X) <= sum_r phi_r(mu_r) + sum_{u in X} sum_r mu_r a[u, r]`` for any
-    ``mu_r >= w_r h_r'(inf)``, where ``phi_r`` is the concave conjugate of
+    ``mu_r >= w_r h_r'(inf)`` (lower prices are raised to that), where ``phi_r`` is the concave conjugate of
     ``w_r h_r``; the right side's best store is then a multiple-choice
     knapsack whose LP value is computed exactly.  With the LP-dual prices
     this equals the LP relaxation of the MILP.
@@ -189,7 +189,9 @@ def lagrangian_bound(problem: Problem, budget: float, mu=None) -> float:
     (2.0, 1.0)
     """
     sums = np.zeros(problem.n_units)
+    slope_inf = problem.weights * problem.h_slopes.min(axis=1)
     mu = problem.weights * _right_slopes(problem, sums) if mu is None else np.asarray(mu, dtype=float)
+    mu = np.maximum(mu, slope_inf)   # below w_r h_r'(inf) the conjugate is +inf: raise such prices
     const = float(_residual_conjugate(problem, sums, mu).sum())
     if problem.n_candidates == 0:
         return const
@@ -582,7 +584,7 @@ class _Search:
         """Depth-first search; returns the largest bound of open nodes (-inf when finished)."""
         stack = [(np.ones(self.n_opts, dtype=bool), mu0, math.inf, True)]
         while stack:
-            if time.perf_counter() > self.deadline:
+            if self.stats["nodes"] and time.perf_counter() > self.deadline:
                 return max(b for _, _, b, _ in stack)
             allowed, mu, parent_ub, is_root = stack.pop()
             if self.can_prune(parent_ub):
@@ -778,10 +780,7 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
 
 
 def _check_settings(budget, time_limit, root_lp, node_lp, max_combos, dp_limit) -> dict:
-    if isinstance(budget, bool) or not isinstance(budget, (int, float, np.integer, np.floating)):
-        raise ValueError(f"budget must be a number >= 0; got {budget!r}")
-    if not math.isfinite(float(budget)) or budget < 0:
-        raise ValueError(f"budget must be a finite number >= 0; got {budget!r}")
+    check_budget(budget)
     if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
                                    or not time_limit > 0):
         raise ValueError(f"time_limit must be None or a number of seconds > 0; got {time_limit!r}")

@@ -8,7 +8,7 @@ import numpy as np
 
 from .objective import evaluate
 from .problem import Problem
-from .result import Result, make_result
+from .result import Declined, Result, check_budget, make_result
 
 __all__ = ["brute_force", "MAX_BRUTE_STORES"]
 
@@ -20,7 +20,8 @@ def brute_force(problem: Problem, budget: float, /, *, max_stores: int = MAX_BRU
     """Enumerate every store (one candidate or none per group) and return the best.
 
     Only for small problems: the number of stores is the product over groups
-    of (group size + 1); above ``max_stores`` a ValueError says so.  Ties are
+    of (group size + 1); above ``max_stores`` it raises :class:`Declined`
+    (a ValueError) saying so.  Ties are
     broken towards the store found first in lexicographic group order.
 
     Examples
@@ -32,6 +33,7 @@ def brute_force(problem: Problem, budget: float, /, *, max_stores: int = MAX_BRU
     (2.5, [1, 2], 'optimal')
     """
     started = time.perf_counter()
+    budget = check_budget(budget)
     if not isinstance(max_stores, int) or max_stores < 1:
         raise ValueError(f"max_stores must be an int >= 1; got {max_stores!r}")
     members = problem.group_members()
@@ -39,7 +41,7 @@ def brute_force(problem: Problem, budget: float, /, *, max_stores: int = MAX_BRU
     for m in members:
         n_stores *= len(m) + 1
         if n_stores > max_stores:
-            raise ValueError(f"brute force would enumerate more than {max_stores} stores "
+            raise Declined(f"brute force would enumerate more than {max_stores} stores "
                              f"({problem.n_candidates} candidates in {problem.n_groups} groups); "
                              "use bnb or a MILP back-end")
     costs = problem.costs

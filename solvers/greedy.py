@@ -9,7 +9,7 @@ import numpy as np
 
 from .objective import coverage_sums, evaluate, marginal_gains, rows_entries
 from .problem import Problem
-from .result import Result, make_result
+from .result import Result, check_budget, make_result
 
 __all__ = ["greedy", "greedy_store"]
 
@@ -75,6 +75,7 @@ def greedy(problem: Problem, budget: float, /) -> Result:
     [1]
     """
     started = time.perf_counter()
+    budget = check_budget(budget)
     store = greedy_store(problem, budget)
     single = np.flatnonzero(problem.costs <= budget + 1e-9 * max(1.0, abs(budget)))
     best, best_value = store, evaluate(problem, store)

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 from .objective import evaluate
 from .problem import Problem
-from .result import BackendUnavailable, Declined, Result, SolverError, make_result
+from .result import BackendUnavailable, Declined, Result, SolverError, check_budget, make_result
 
 __all__ = ["milp_highs", "milp_cbc", "cpsat", "BACKENDS", "backend_versions"]
 
@@ -50,8 +50,7 @@ def _check_settings(budget, time_limit, threads, integral_y=_NOT_TAKEN) -> dict:
 
     ``integral_y`` is checked only for the back-ends that take it.
     """
-    if isinstance(budget, bool) or not isinstance(budget, numbers.Real) or math.isnan(budget) or budget < 0:
-        raise ValueError(f"The 'budget' must be a number >= 0. Got {budget!r} instead.")
+    check_budget(budget)
     if time_limit is not None:
         if (isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real)
                 or math.isnan(time_limit) or not time_limit > 0):

@@ -79,7 +79,8 @@ def breakpoint_pieces(points):
         if slopes and slope > slopes[-1] + 1e-12:
             raise ProblemError(f"h must be concave; its slope rises from {slopes[-1]} to {slope} at z={z0}")
         slopes.append(slope)
-        intercepts.append(v0 - slope * z0)
+        b = v0 - slope * z0
+        intercepts.append(0.0 if abs(b) <= 1e-12 * max(1.0, abs(v0)) else b)
     slopes.append(0.0)
     intercepts.append(pts[-1][1])
     return np.array(slopes), np.array(intercepts)

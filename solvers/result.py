@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from dataclasses import dataclass, field
 
@@ -11,7 +12,7 @@ import numpy as np
 from .objective import as_indices, evaluate, infeasibility, total_cost
 from .problem import Problem
 
-__all__ = ["Result", "STATUSES", "make_result", "relative_gap", "SolverError", "BackendUnavailable",
+__all__ = ["Result", "STATUSES", "make_result", "relative_gap", "check_budget", "SolverError", "BackendUnavailable",
            "Declined"]
 
 #: every status a method may report
@@ -28,6 +29,26 @@ class BackendUnavailable(ImportError):
 
 class Declined(ValueError):
     """A back-end cannot state this problem exactly (e.g. CP-SAT and non-integer data)."""
+
+
+def check_budget(budget) -> float:
+    """The budget as a float; a ValueError unless it is a finite number >= 0.
+
+    Every method calls this first, so they all reject the same inputs.
+
+    Examples
+    --------
+    >>> check_budget(3)
+    3.0
+    >>> check_budget(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'budget' must be a finite number >= 0. Got -1 instead.
+    """
+    if (isinstance(budget, bool) or not isinstance(budget, numbers.Real) or not math.isfinite(budget)
+            or budget < 0):
+        raise ValueError(f"The 'budget' must be a finite number >= 0. Got {budget!r} instead.")
+    return float(budget)
 
 
 def relative_gap(value: float, bound: float) -> float:

@@ -188,12 +188,15 @@ def test_nothing_to_gain_gives_zero(method, name):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_budget_zero_and_infinite(method):
+def test_budget_zero_above_everything_and_infinite(method):
     problem = random_problem(5)
     assert BACKENDS[method](problem, 0).value == 0.0
-    r = BACKENDS[method](problem, math.inf)
+    everything = float(problem.costs.sum()) + 1.0
+    r = BACKENDS[method](problem, everything)
     assert r.status == "optimal"
-    assert r.value == pytest.approx(brute_force(problem, math.inf))
+    assert r.value == pytest.approx(brute_force(problem, everything))
+    with pytest.raises(ValueError, match="finite number >= 0"):
+        BACKENDS[method](problem, math.inf)
 
 
 @pytest.mark.parametrize("method", METHODS)

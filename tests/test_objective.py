@@ -373,8 +373,6 @@ def test_breakpoint_pieces_reproduce_the_interpolation(spec, z):
     assert abs(float(np.min(s * 0.0 + b))) <= 1e-12
 
 
-@pytest.mark.xfail(strict=True, reason="breakpoint_pieces can return an intercept of -1e-16 for collinear "
-                                        "breakpoints, which Problem.build then rejects as h(0) != 0")
 def test_collinear_breakpoints_build():
     """A valid h (linear up to z = 0.3, then flat) must give pieces that Problem.build accepts."""
     s, b = breakpoint_pieces([(0.1, 0.3), (0.3, 0.9)])

@@ -1,0 +1,155 @@
+"""Tests of solvers.certify: bnb certified by each back-end, and every way a pair of results can fail to certify."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from solvers.bnb import branch_and_bound
+from solvers.certify import CERT_RTOL, certify, compare_results
+from solvers.milp import milp_highs
+from solvers.objective import evaluate, is_feasible, total_cost
+from solvers.problem import Problem
+from solvers.random_problems import random_problem, tiny_problem
+from solvers.registry import EXACT_METHODS
+from solvers.result import Result, make_result
+
+PROBLEMS = {
+    "tiny-min1": (tiny_problem(21, n_candidates=12, pieces="min1"), 9.0),
+    "tiny-pwl": (tiny_problem(22, n_candidates=12, n_units=4, pieces="pwl"), 11.0),
+    "package-n7": (random_problem(7, 8), 45.0),
+    "package-n40": (random_problem(40, 3), 300.0),
+}
+BACKENDS = [b for b in sorted(EXACT_METHODS) if b != "bnb"]
+
+
+def fake(problem, budget, chosen, *, value=None, status="optimal", method="fake", cost=None):
+    """A Result built by hand, so it can say anything about its store."""
+    chosen = np.asarray(chosen, dtype=np.int64)
+    value = evaluate(problem, chosen) if value is None else value
+    return Result(method=method, settings={}, budget=float(budget), chosen=chosen, value=value,
+                  cost=total_cost(problem, chosen) if cost is None else cost, status=status,
+                  bound=value, gap=0.0, wall_time=0.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", list(PROBLEMS))
+def test_bnb_is_certified_by_every_backend(name, backend):
+    problem, budget = PROBLEMS[name]
+    if backend == "brute" and name == "package-n40":
+        with pytest.raises(ValueError, match="brute force would enumerate"):
+            certify(problem, budget, backend=backend)
+        return
+    c = certify(problem, budget, backend=backend)
+    assert c.certified, c.reasons
+    assert c.reasons == []
+    assert [r.method for r in c.results] == ["bnb", backend]
+    assert c.value == c.results[0].value
+    assert abs(c.results[0].value - c.results[1].value) <= CERT_RTOL * max(1.0, c.value)
+    assert c.summary.startswith(f"certified by bnb + {backend}")
+    for r in c.results:
+        assert is_feasible(problem, r.chosen, budget)
+
+
+def test_certify_the_other_way_round():
+    problem, budget = PROBLEMS["tiny-pwl"]
+    c = certify(problem, budget, method="milp-highs", backend="bnb")
+    assert c.certified and [r.method for r in c.results] == ["milp-highs", "bnb"]
+
+
+def test_a_timeout_is_not_certified():
+    # without collapsing components (max_combos=1) this package is hard for bnb: 0.2 s is not enough
+    problem = random_problem(55, 105)
+    budget = 0.25 * problem.stream_cost()
+    timed_out = branch_and_bound(problem, budget, time_limit=0.2, max_combos=1)
+    assert timed_out.status == "timeout"
+    c = compare_results(problem, budget, timed_out, milp_highs(problem, budget))
+    assert not c.certified
+    assert any("bnb did not prove optimality (status timeout" in why for why in c.reasons), c.reasons
+    assert c.summary.startswith("NOT certified (bnb + milp-highs)")
+
+
+def test_certify_passes_the_time_limit_on():
+    problem = random_problem(300, 2)
+    c = certify(problem, 0.25 * problem.stream_cost(), backend="milp-highs", time_limit=7.5)
+    assert [r.settings["time_limit"] for r in c.results] == [7.5, 7.5]
+
+
+def test_a_suboptimal_feasible_store_is_not_certified():
+    problem, budget = PROBLEMS["tiny-min1"]
+    best = branch_and_bound(problem, budget)
+    worse = make_result(problem, budget, method="worse", settings={}, chosen=best.chosen[:-1], status="feasible",
+                        bound=float("inf"), started=0.0)
+    assert worse.value < best.value
+    c = compare_results(problem, budget, best, worse)
+    assert not c.certified
+    assert any("worse did not prove optimality (status feasible" in why for why in c.reasons), c.reasons
+    assert any(why.startswith("values disagree: bnb=") for why in c.reasons), c.reasons
+
+
+def test_two_claimed_optima_that_disagree_are_not_certified():
+    """Each result is self-consistent and 'optimal'; only the disagreement gives it away."""
+    problem, budget = PROBLEMS["tiny-min1"]
+    best = branch_and_bound(problem, budget)
+    liar = dataclasses.replace(fake(problem, budget, best.chosen[:-1], method="liar"), status="optimal")
+    c = compare_results(problem, budget, best, liar)
+    assert not c.certified
+    assert len(c.reasons) == 1 and c.reasons[0].startswith("values disagree: bnb="), c.reasons
+    assert "liar=" in c.reasons[0]
+
+
+def test_a_reported_value_is_re_evaluated():
+    problem, budget = PROBLEMS["tiny-pwl"]
+    best = branch_and_bound(problem, budget)
+    inflated = fake(problem, budget, best.chosen, value=best.value + 1.0, method="inflated")
+    c = compare_results(problem, budget, inflated, dataclasses.replace(best, value=best.value + 1.0))
+    assert not c.certified   # the two agree with each other, but neither store is worth what it claims
+    assert any(f"inflated reports {best.value + 1.0} but its store evaluates to {best.value}" in why
+               for why in c.reasons), c.reasons
+    assert any("bnb reports" in why for why in c.reasons), c.reasons
+    assert not any("values disagree" in why for why in c.reasons)
+
+
+def test_an_over_budget_store_is_not_certified():
+    problem, budget = PROBLEMS["tiny-min1"]
+    one_per_group = [int(m[0]) for m in problem.group_members() if len(m)]
+    assert total_cost(problem, one_per_group) > budget
+    over = fake(problem, budget, one_per_group, method="greedy-glutton")
+    c = compare_results(problem, budget, over, dataclasses.replace(over, method="twin"))
+    assert not c.certified
+    assert any(why.startswith("greedy-glutton's store is infeasible: cost") and "exceeds the budget" in why
+               for why in c.reasons), c.reasons
+
+
+def test_two_from_one_group_is_not_certified():
+    problem = Problem.build([1.0, 1.0, 1.0], [0, 0, 1], [[1, 0], [0, 1], [1, 1]], [1.0, 1.0])
+    both = fake(problem, 10.0, [0, 1], method="both")
+    c = compare_results(problem, 10.0, both, branch_and_bound(problem, 10.0))
+    assert not c.certified
+    assert any("both's store is infeasible: group 0 has more than one chosen candidate" in why
+               for why in c.reasons), c.reasons
+
+
+def test_a_result_for_another_budget_is_not_certified():
+    problem, budget = PROBLEMS["package-n7"]
+    c = compare_results(problem, budget, branch_and_bound(problem, budget), milp_highs(problem, budget + 10))
+    assert not c.certified
+    assert any(f"milp-highs ran with budget {budget + 10}" in why for why in c.reasons), c.reasons
+
+
+def test_one_result_certifies_nothing():
+    problem, budget = PROBLEMS["tiny-min1"]
+    c = compare_results(problem, budget, branch_and_bound(problem, budget))
+    assert not c.certified and "certification needs two results" in c.reasons
+
+
+def test_certify_needs_two_different_exact_methods():
+    problem, budget = PROBLEMS["tiny-min1"]
+    with pytest.raises(ValueError, match="two different methods"):
+        certify(problem, budget, method="bnb", backend="bnb")
+    with pytest.raises(ValueError, match="two different methods"):
+        certify(problem, budget, method="milp-highs", backend="milp-highs")
+    with pytest.raises(ValueError, match=r"'greedy' is not an exact method; choose from .*milp-highs"):
+        certify(problem, budget, backend="greedy")
+    with pytest.raises(ValueError, match=r"'nope' is not an exact method"):
+        certify(problem, budget, method="nope")
