@@ -114,7 +114,7 @@ def _residual_conjugate(problem: Problem, sums: np.ndarray, mu: np.ndarray) -> n
     return np.maximum(0.0, terms.max(axis=1))
 
 
-def _lagrangian_min(profit, cost, seg_starts, budget, lam_hint=None):
+def _lagrangian_min(profit, cost, seg_starts, budget):
     """Minimise ``lam*budget + sum_g max_{o in g}(profit_o - lam*cost_o)`` over lam >= 0.
 
     This is the LP value of the multiple-choice knapsack with these profits
@@ -142,7 +142,7 @@ def _lagrangian_min(profit, cost, seg_starts, budget, lam_hint=None):
         lo = hi = 0.0
     else:
         pos = cost > 0
-        hi = float(np.max(profit[pos] / cost[pos])) + 1.0 if lam_hint is None else max(lam_hint * 2.0, 1e-9)
+        hi = float(np.max(profit[pos] / cost[pos])) + 1.0
         for _ in range(200):
             if at(hi)[1] >= 0:
                 break
@@ -200,14 +200,12 @@ def lagrangian_bound(problem: Problem, budget: float, mu=None) -> float:
     g = problem.groups[order]
     groups_present = np.unique(g)
     # add a 'none' option per group
-    n = order.size
     all_profit = np.concatenate([profit[order], np.zeros(groups_present.size)])
     all_cost = np.concatenate([problem.costs[order], np.zeros(groups_present.size)])
     all_group = np.concatenate([g, groups_present])
     o2 = np.argsort(all_group, kind="stable")
     starts = np.flatnonzero(np.r_[True, np.diff(all_group[o2]) != 0])
     val = _lagrangian_min(all_profit[o2], all_cost[o2], starts, budget)[0]
-    del n
     return const + val
 
 
