@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import time
@@ -579,12 +580,20 @@ class _Search:
 
     # -- the search -------------------------------------------------------
     def run(self, mu0, *, root_lp: bool, node_lp: bool):
-        """Depth-first search; returns the largest bound of open nodes (-inf when finished)."""
-        stack = [(np.ones(self.n_opts, dtype=bool), mu0, math.inf, True)]
-        while stack:
+        """Best-bound-first search; returns the largest bound of open nodes (-inf when finished)."""
+        heap = []
+        counter = itertools.count()
+
+        class _Stack:
+            def append(_, entry):
+                heapq.heappush(heap, (-entry[2], -next(counter), entry))
+
+        stack = _Stack()
+        stack.append((np.ones(self.n_opts, dtype=bool), mu0, math.inf, True))
+        while heap:
             if self.stats["nodes"] and time.perf_counter() > self.deadline:
-                return max(b for _, _, b, _ in stack)
-            allowed, mu, parent_ub, is_root = stack.pop()
+                return max(e[2][2] for e in heap)
+            allowed, mu, parent_ub, is_root = heapq.heappop(heap)[2]
             if self.can_prune(parent_ub):
                 self.stats["pruned"] += 1
                 continue
@@ -706,8 +715,9 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        scipy) where coupled units remain; the LP only *proposes* them -- the
        bound is computed here and is valid whatever they are.
     4. Incumbents: greedy, LP and DP roundings.  Reduced-cost fixing removes
-       options whose bound cannot beat the incumbent; the search is
-       depth-first, branching on the most fractional group of the node LP.
+       options whose bound cannot beat the incumbent; the search takes the
+       open node of largest bound first, branching on the most fractional
+       group of the node LP.
        When every value of F lies on a grid (detected from the data, see
        :func:`objective_grid`) a bound below ``incumbent + step`` closes a
        node; otherwise the tolerance is 1e-9 relative.
