@@ -584,12 +584,11 @@ class _Search:
         heap = []
         counter = itertools.count()
 
-        class _Stack:
-            def append(_, entry):
-                heapq.heappush(heap, (-entry[2], -next(counter), entry))
+        def push(allowed, mu, ub, is_root=False):
+            # largest bound first; among equal bounds the node pushed last (the preferred child)
+            heapq.heappush(heap, (-ub, -next(counter), (allowed, mu, ub, is_root)))
 
-        stack = _Stack()
-        stack.append((np.ones(self.n_opts, dtype=bool), mu0, math.inf, True))
+        push(np.ones(self.n_opts, dtype=bool), mu0, math.inf, True)
         while heap:
             if self.stats["nodes"] and time.perf_counter() > self.deadline:
                 return max(e[2][2] for e in heap)
@@ -629,7 +628,7 @@ class _Search:
             open_segs = np.flatnonzero(counts >= 2)
             if open_segs.size == 0 or drop.any():
                 # re-analyse the reduced node before branching
-                stack.append((child_allowed, info["mu"], info["ub"], False))
+                push(child_allowed, info["mu"], info["ub"])
                 continue
             # branch on the open group whose LP choice is most fractional, else whose
             # best two options are closest in reduced profit
@@ -650,7 +649,7 @@ class _Search:
                 child = child_allowed.copy()
                 child[free_idx[members]] = False
                 child[free_idx[o]] = True
-                stack.append((child, info["mu"], float(min(info["ub"], ub_opt[o])), False))
+                push(child, info["mu"], float(min(info["ub"], ub_opt[o])))
         return -math.inf
 
 
