@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,8 +15,9 @@ from solvers.certify import CERT_RTOL
 from solvers.objective import infeasibility, total_cost
 
 from . import __version__
-from .errors import CertificateError, MemauditError, PackageError
-from .package import compile_package, load_package, stream_cost
+from .errors import CertificateError
+from .fileio import atomic_write
+from .package import compile_package, load_package, package_sha256, stream_cost
 from .solve import SolveReport, declined_message, method_time_limit, resolve_backend, run_solver
 
 __all__ = ["CERTIFICATE_FORMAT", "build_certificate", "write_certificate", "write_json", "load_certificate",
@@ -88,7 +87,7 @@ def build_certificate(report: SolveReport, package_path, budget_frac: float | No
         "format": CERTIFICATE_FORMAT,
         "memaudit_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "package": {"path": path, "id": report.package.id, "sha256": _sha256_of(path),
+        "package": {"path": path, "id": report.package.id, "sha256": package_sha256(path),
                     "cost_model": report.package.cost_model},
         "budget": report.budget,
     }
@@ -109,38 +108,10 @@ def build_certificate(report: SolveReport, package_path, budget_frac: float | No
     return _jsonable(cert)
 
 
-def _sha256_of(path: str) -> str:
-    try:
-        with open(path, "rb") as fh:
-            return hashlib.sha256(fh.read()).hexdigest()
-    except OSError as exc:
-        raise PackageError(f"{path}: cannot read the file: {exc.strerror or exc}") from None
-
-
 def write_json(data, path) -> None:
-    """Write ``data`` as JSON (indent 2, trailing newline) atomically: a temporary file, then ``os.replace``."""
-    path = os.fspath(path)
+    """Write ``data`` as JSON (indent 2, trailing newline) atomically (see :func:`memaudit.fileio.atomic_write`)."""
     text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    except OSError as exc:
-        raise MemauditError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise MemauditError(f"{path}: cannot write: {exc.strerror or exc}") from None
-        raise
+    atomic_write(path, text.encode("utf-8"))
 
 
 def write_certificate(cert: dict, path) -> None:
@@ -300,7 +271,7 @@ def verify_certificate(package_path, cert, *, backend: str | None = "milp-highs"
     rtol = CERT_RTOL
     report = VerifyReport(path, backend)
 
-    sha = _sha256_of(path)
+    sha = package_sha256(path)
     recorded_sha = cert["package"]["sha256"]
     report.add("package sha256", sha == recorded_sha,
                f"file {sha[:16]}... matches the certificate" if sha == recorded_sha else

@@ -9,7 +9,6 @@ import json
 import math
 import numbers
 import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args
@@ -24,6 +23,7 @@ from solvers import Problem, ProblemError
 from solvers.problem import breakpoint_pieces, min_cap_pieces
 
 from .costs import COST_MODEL_UNITS, COST_MODELS, cost_of
+from .fileio import atomic_write
 from .errors import BudgetError, PackageError
 
 __all__ = ["FORMAT", "CANDIDATE_KINDS", "COMMON_UNIT_KINDS", "Experience", "Unit", "HCap", "HBreakpoints",
@@ -500,44 +500,6 @@ def load_package(path) -> Package:
     return package_from_dict(_parse_json(text, source), source=source)
 
 
-def _default_file_mode() -> int:
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o644
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = _default_file_mode()
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    except OSError as exc:
-        raise PackageError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise PackageError(f"{path}: cannot write: {exc.strerror or exc}") from None
-        raise
-
-
 def package_to_dict(pkg: Package) -> dict:
     """The JSON form of a package: every field written out, ``None`` (absent) fields left out."""
     try:
@@ -556,7 +518,7 @@ def save_package(pkg: Package, path) -> None:
     data = package_to_dict(pkg)
     package_from_dict(data, source=path)
     text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    _atomic_write(path, text.encode("utf-8"))
+    atomic_write(path, text.encode("utf-8"), error=PackageError)
 
 
 def package_sha256(path) -> str:

@@ -14,7 +14,7 @@ import pytest
 import scipy.sparse as sp
 
 from solvers import milp
-from solvers.milp import BACKENDS, backend_versions, cpsat, milp_cbc, milp_highs
+from solvers.milp import BACKENDS, backend_versions, cpsat, milp_highs
 from solvers.objective import evaluate, is_feasible
 from solvers.problem import Problem, breakpoint_pieces, min_cap_pieces
 from solvers.result import BackendUnavailable, Declined
