@@ -155,6 +155,9 @@ def _check_shape(cert, source: str) -> None:
         bad("opt", "must be a finite number", cert["opt"])
     if not isinstance(cert["store"], list) or not all(isinstance(x, str) for x in cert["store"]):
         bad("store", "must be a list of candidate ids (strings)", cert["store"])
+    if "reasons" in cert and (not isinstance(cert["reasons"], list)
+                              or not all(isinstance(x, str) for x in cert["reasons"])):
+        bad("reasons", "must be a list of strings", cert["reasons"])
     if not isinstance(cert["certified"], bool):
         bad("certified", "must be true or false", cert["certified"])
     if "rtol" in cert and (not _number(cert["rtol"]) or cert["rtol"] <= 0):
@@ -285,9 +288,9 @@ def verify_certificate(package_path, cert, *, backend: str | None = "milp-highs"
     budget = float(cert["budget"])
     if "budget_frac" in cert:
         expected = float(cert["budget_frac"]) * stream_cost(pkg)
-        report.add("budget", _close(budget, expected, 1e-12),
+        report.add("budget", math.isfinite(expected) and _close(budget, expected, 1e-12),
                    f"{budget:g} = {cert['budget_frac']:g} x stream cost {stream_cost(pkg):g}"
-                   if _close(budget, expected, 1e-12) else
+                   if math.isfinite(expected) and _close(budget, expected, 1e-12) else
                    f"budget {budget:g} is not budget_frac {cert['budget_frac']:g} x stream cost "
                    f"{stream_cost(pkg):g} = {expected:g}")
 

@@ -137,8 +137,10 @@ def _print_solve(report) -> None:
     echo(f"budget {_num(report.budget)} {unit} = {_pct(report.budget, total)} of the stream cost "
          f"({_num(total)} {unit})")
     echo("")
-    if result.status == "optimal":
+    if result.status == "optimal" and (report.certification is None or report.certification.certified):
         echo(f"OPT = {_num(report.value)}")
+    elif result.status == "optimal":
+        echo(f"{result.method} claims OPT = {_num(report.value)} (not confirmed by the back-end)")
     else:
         echo(f"value = {_num(report.value)} (not proven optimal: {result.method} status {result.status}, "
              f"bound {_num(result.bound)}, gap {result.gap:.3g})")
@@ -184,7 +186,7 @@ def _print_solve(report) -> None:
 # -- commands --------------------------------------------------------------------
 
 @main.command()
-@click.argument("package", type=click.Path(dir_okay=False))
+@click.argument("package", type=click.Path())
 @_budget_options
 @click.option("--method", default="bnb", show_default=True, metavar="NAME",
               help="Method that chooses the store: " + ", ".join(sorted(METHODS)) + ".")
@@ -193,7 +195,7 @@ def _print_solve(report) -> None:
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
               help="Time limit in seconds, for the method and for the back-end each.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the certificate plus the store).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, metavar="CERTIFICATE.json",
+@click.option("-o", "--output", type=click.Path(), default=None, metavar="CERTIFICATE.json",
               help="Write the certificate (memaudit-certificate/1) to this file.")
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr even when it is not a terminal.")
 def solve(package, budget, budget_frac, method, backend, time_limit, as_json, output, verbose):
@@ -225,8 +227,8 @@ def solve(package, budget, budget_frac, method, backend, time_limit, as_json, ou
 
 
 @main.command()
-@click.argument("package", type=click.Path(dir_okay=False))
-@click.argument("cert", type=click.Path(dir_okay=False))
+@click.argument("package", type=click.Path())
+@click.argument("cert", type=click.Path())
 @click.option("--backend", default="highs", show_default=True, metavar=_BACKEND_CHOICES,
               help="Back-end that re-proves the optimum; 'none' skips the re-solve.")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
@@ -257,7 +259,7 @@ def verify(package, cert, backend, time_limit, as_json, verbose):
 
 
 @main.command()
-@click.argument("packages", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("packages", nargs=-1, required=True, type=click.Path())
 def validate(packages):
     """Check that each PACKAGE file follows the package format (exit 1 if any does not)."""
     failed = False
@@ -274,7 +276,7 @@ def validate(packages):
 
 
 @main.command()
-@click.argument("package", type=click.Path(dir_okay=False))
+@click.argument("package", type=click.Path())
 @_budget_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def inspect(package, budget, budget_frac, as_json):
@@ -304,7 +306,7 @@ def inspect(package, budget, budget_frac, as_json):
 
 
 @main.command()
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+@click.option("-o", "--output", type=click.Path(), default=None, metavar="FILE",
               help="Write the schema to FILE instead of stdout.")
 def schema(output):
     """Print the JSON Schema of the package format (memaudit-package/1)."""

@@ -573,7 +573,12 @@ def resolve_budget(pkg: Package, budget=None, budget_frac=None) -> float:
     if budget is not None:
         return _budget_number(budget, "budget", pkg)
     if budget_frac is not None:
-        return _budget_number(budget_frac, "budget fraction", pkg) * stream_cost(pkg)
+        frac = _budget_number(budget_frac, "budget fraction", pkg)
+        value = frac * stream_cost(pkg)
+        if not math.isfinite(value):
+            raise BudgetError(f"the budget fraction {_show(budget_frac)} of package {pkg.id!r} times its stream "
+                              f"cost {_show(stream_cost(pkg))} is not a finite number; use a smaller fraction")
+        return value
     if pkg.budget is not None:
         return float(pkg.budget)
     raise BudgetError(f"package {pkg.id!r} has no budget of its own: pass --budget B (a cost in "

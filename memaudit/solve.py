@@ -10,7 +10,7 @@ from typing import Callable
 
 import numpy as np
 
-from solvers import BackendUnavailable, Declined, Problem, Result
+from solvers import BackendUnavailable, Declined, Problem, ProblemError, Result, SolverError
 from solvers.certify import CERT_RTOL, Certification, compare_results
 from solvers.objective import coverage_sums, h_values
 from solvers.registry import BACKENDS, METHODS, get_method
@@ -104,11 +104,14 @@ def declined_message(name: str, exc: Exception) -> str:
 
 
 def run_solver(name: str, problem: Problem, budget: float, settings: dict) -> Result:
-    """Run a registered method, turning a missing back-end into a :class:`BackendUnavailableError`."""
+    """Run a registered method; a missing back-end or numbers no solver can state become one-line errors."""
     try:
         return get_method(name)(problem, budget, **settings)
     except BackendUnavailable as exc:
         raise BackendUnavailableError(str(exc)) from exc
+    except (ProblemError, SolverError) as exc:
+        # numbers the loader accepts but no solver can state (e.g. weights near 1e308)
+        raise MemauditError(f"{name} cannot solve this package: {exc}") from exc
 
 
 def _probe_backend(name: str) -> None:

@@ -25,10 +25,14 @@ _NONE = -1
 # exactness helpers
 # ---------------------------------------------------------------------------
 def _as_fraction(x: float, max_den: int = 10**6) -> Fraction | None:
-    f = Fraction(float(x)).limit_denominator(max_den)
-    if abs(float(f) - x) > 1e-12 * max(1.0, abs(x)):
-        return None
-    return f
+    """The ratio of small integers (denominator <= max_den) whose nearest float is exactly x, or None.
+
+    0.3 is read as 3/10 and 1/3 as 1/3 (the decimals a user wrote), while a float
+    that is merely *close* to such a ratio is not: the match must be exact.
+    """
+    x = float(x)
+    f = Fraction(x).limit_denominator(max_den)
+    return f if float(f) == x else None
 
 
 def _frac_gcd(a: Fraction, b: Fraction) -> Fraction:
@@ -376,10 +380,9 @@ class _Search:
     def can_prune(self, ub) -> bool | np.ndarray:
         ub = np.asarray(ub, dtype=float)
         inc = self.inc_value
+        out = ub <= inc + 1e-9 * max(1.0, abs(inc))
         if self.delta > 0:
-            out = ub < inc + self.delta - 1e-7 * np.maximum(1.0, np.abs(ub))
-        else:
-            out = ub <= inc + 1e-9 * max(1.0, abs(inc))
+            out |= ub < inc + self.delta - 1e-7 * np.maximum(1.0, np.abs(ub))
         return bool(out) if out.ndim == 0 else out
 
     def offer(self, store) -> None:
@@ -446,7 +449,8 @@ class _Search:
         starts, seg_of = info["starts"], info["seg_of"]
         n_seg = starts.size
         max_use = int(np.maximum.reduceat(cost_units, starts).sum())
-        cap = min(int(math.floor(info["rest"] / step + 1e-9)), max_use)
+        slack = 1e-9 * max(1.0, abs(self.budget))      # the tolerance of is_feasible
+        cap = min(int(math.floor((info["rest"] + slack) / step)), max_use)
         if cap < 0 or (cap + 1) * info["free_idx"].size > self.dp_limit:
             return
         self.stats["dp_solves"] += 1

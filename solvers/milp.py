@@ -30,7 +30,6 @@ _GAP_RTOL = 1e-9
 
 #: CP-SAT data: largest denominator tried for each number, and largest scaled integer accepted
 _MAX_DENOMINATOR = 10**6
-_RATIO_RTOL = 1e-12
 _MAX_SCALED = 2**40
 
 _INSTALL = {
@@ -218,7 +217,7 @@ def _fractions(values: np.ndarray, describe) -> dict[float, Fraction]:
     uniq, first = np.unique(np.asarray(values, dtype=float), return_index=True)
     for v, i in zip(uniq.tolist(), first.tolist()):
         f = Fraction(v).limit_denominator(_MAX_DENOMINATOR)
-        if abs(float(f) - v) > _RATIO_RTOL * abs(v):
+        if float(f) != v:   # exact: the nearest float of the ratio must be v itself
             raise Declined(f"{describe(i, v)} is not a ratio of small integers; CP-SAT needs data that scale "
                            "exactly to integers — use milp-highs or milp-cbc")
         out[v] = f

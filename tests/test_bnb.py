@@ -372,3 +372,29 @@ def test_sparse_and_dense_coverage_give_the_same_optimum():
                         h_intercepts=p.h_intercepts)
     for budget in budgets_for(p):
         assert branch_and_bound(dense, budget).value == branch_and_bound(coo, budget).value
+
+
+# -- grids that only look like grids ------------------------------------------------------------
+
+def test_a_cost_close_to_a_ratio_is_not_a_grid():
+    """Regression: 0.83924... is within 1e-12 of a ratio with a small denominator, but not equal to it.
+
+    Reading it as that ratio made the DP drop the store whose cost equals the budget exactly.
+    """
+    x = 0.8392418201373975
+    p = Problem.build([x, 1.0, 1.5], [0, 1, 2], np.eye(3), [1.0, 1.0, 1.9])
+    r = branch_and_bound(p, x + 1.0)
+    assert r.value == 2.0 and r.chosen.tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_one_odd_cost_among_integers(seed):
+    rng = np.random.default_rng(seed)
+    n = 9
+    costs = rng.integers(1, 6, size=n).astype(float)
+    costs[rng.integers(0, n)] = float(rng.uniform(0.2, 0.9))
+    groups = np.sort(rng.integers(0, 5, size=n))
+    cov = rng.choice([0.0, 0.5, 1.0], size=(n, 4))
+    p = Problem.build(costs, groups, cov, rng.integers(1, 4, size=4).astype(float))
+    for budget in (costs[0] + costs[1], costs.sum() / 3, float(rng.uniform(1, 8))):
+        assert branch_and_bound(p, budget).value == pytest.approx(opt_by_enumeration(p, [budget])[0], abs=1e-9)

@@ -433,3 +433,35 @@ def test_schema(runner, tmp_path):
     out = tmp_path / "schema.json"
     assert run(runner, "schema", "-o", out).exit_code == EXIT_OK
     assert json.loads(out.read_text()) == schema
+
+
+# -- inputs found by review: each is one line and exit 1, never a traceback ---------------------
+
+def test_directory_as_package_is_bad_input(runner, tmp_path):
+    result = run(runner, "solve", tmp_path, "--budget", "3")
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert_one_line_error(result, "is a directory")
+
+
+def test_budget_frac_overflowing_the_stream_cost(runner, pkg_path):
+    before = pkg_path.read_bytes()
+    result = run(runner, "solve", pkg_path, "--budget-frac", "1e308")
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert_one_line_error(result, "not a finite number")
+    assert pkg_path.read_bytes() == before
+
+
+def test_verify_reasons_must_be_a_list(runner, certified):
+    pkg_path, cert_path = certified
+    _tamper(cert_path, lambda c: c.update(certified=False, reasons=5))
+    result = run(runner, "verify", pkg_path, cert_path)
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert_one_line_error(result, "reasons must be a list of strings")
+
+
+def test_verify_overflowing_budget_frac_fails(runner, certified):
+    pkg_path, cert_path = certified
+    _tamper(cert_path, lambda c: c.update(budget_frac=1e308))
+    result = run(runner, "verify", pkg_path, cert_path)
+    assert result.exit_code == EXIT_NOT_CERTIFIED
+    assert "FAIL  budget" in result.stdout
