@@ -732,7 +732,9 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         The knapsack capacity, >= 0.
     time_limit : float, optional
         Seconds; when exceeded the best store found is returned with status
-        ``timeout`` and the largest bound of the open nodes.
+        ``timeout`` and the largest bound of the open nodes.  It is checked
+        between nodes: the reduction, the decomposition and the first node
+        always complete (about 0.5 s at 10,000 experiences).
     root_lp, node_lp : bool
         Take unit prices from the LP relaxation at the root / at nodes the
         cheaper bounds do not close.  With both off the prices are the
