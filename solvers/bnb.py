@@ -369,7 +369,7 @@ class _Search:
         self.opt_cost = np.where(self.opt_cand >= 0, problem.costs[np.maximum(self.opt_cand, 0)], 0.0)
         self.n_opts = self.opt_cand.size
         self.delta = objective_grid(problem)
-        self.cost_step = _cost_step(np.append(problem.costs, 1.0 if problem.n_candidates == 0 else problem.costs[0]))
+        self.cost_step = _cost_step(problem.costs)
         self.inc_value = -math.inf
         self.inc_store = np.zeros(0, dtype=np.int64)
         self.stats = {"nodes": 0, "lp_solves": 0, "dp_solves": 0, "pruned": 0, "fixed_by_reduced_cost": 0,
@@ -426,12 +426,12 @@ class _Search:
         cost = self.opt_cost[free_idx]
         grp = self.opt_group[free_idx]
         starts = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]])
-        val, lam, d, m, pick = _lagrangian_min(profit, cost, starts, rest)
+        val, _, d, m, pick = _lagrangian_min(profit, cost, starts, rest)
         if math.isinf(val):
             return None
         seg_of = np.repeat(np.arange(starts.size), np.diff(np.append(starts, free_idx.size)))
         ub = const + val
-        info.update(ub=ub, ub_lagr=ub, lam=lam, ub_opt=ub - (m[seg_of] - d), pick=pick, grp=grp,
+        info.update(ub=ub, ub_lagr=ub, ub_opt=ub - (m[seg_of] - d), pick=pick, grp=grp,
                     starts=starts, seg_of=seg_of, d=d, profit=profit, cost=cost)
         return info
 
