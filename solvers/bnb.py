@@ -47,30 +47,42 @@ def _frac_gcd(a: Fraction, b: Fraction) -> Fraction:
 def objective_grid(problem: Problem) -> float:
     """A step ``delta > 0`` with every value ``F(X)`` a multiple of it, or 0 if none is found.
 
-    Coverage values, piece slopes and intercepts and weights are read as
-    small rationals (denominators up to 10**6, reproduced to 1e-12); when they
-    are, ``F`` takes values on a grid, and an upper bound below
+    Each unit's coverage values (per column), piece slopes and intercepts and
+    weights are read as small rationals (denominators up to 10**6, whose
+    nearest float must be the value itself); when they are, ``F`` takes
+    values on a grid, and an upper bound below
     ``incumbent + delta`` proves the incumbent optimal.  The grid is detected
     from the data, never assumed.
 
     Examples
     --------
     >>> from solvers.problem import Problem
-    >>> objective_grid(Problem.build([1, 1], [0, 1], [[0.5, 0], [1, 1]], [2.0, 3.0]))
-    0.5
+    >>> objective_grid(Problem.build([1, 1], [0, 1], [[0.5, 0], [1, 1]], [2.0, 3.0]))  # 2*{0,.5,1} + 3*{0,1}
+    1.0
     >>> objective_grid(Problem.build([1], [0], [[0.1234567891]], [1.0]))
     0.0
     """
     def key():
-        step_a = _cost_step(problem.coverage.data)
         if problem.coverage.nnz == 0:
             return 1.0  # F is identically 0
-        if step_a == 0:
-            return 0.0
-        # F(X) = sum_r w_r h_r(s_r) with s_r on the grid step_a: every term is a multiple of
-        # w_r * gcd_k(slope_rk * step_a, intercept_rk), so of the gcd of all those products
-        w = problem.weights[:, None]
-        terms = np.concatenate([(w * problem.h_slopes * step_a).ravel(), (w * problem.h_intercepts).ravel()])
+        # per unit, the coverage sums s_r lie on the grid step_r = gcd of column r's values
+        csc = problem.coverage_csc
+        col = np.repeat(np.arange(problem.n_units), np.diff(csc.indptr))
+        pairs = np.unique(np.column_stack([col, csc.data]), axis=0)
+        units, first, n_vals = np.unique(pairs[:, 0].astype(np.int64), return_index=True, return_counts=True)
+        step = np.zeros(problem.n_units)
+        step[units] = pairs[first, 1]                   # one distinct value: the step is that value
+        for r, start, n in zip(units[n_vals > 1], first[n_vals > 1], n_vals[n_vals > 1]):
+            step[r] = _cost_step(pairs[start:start + n, 1])
+            if step[r] == 0:
+                return 0.0
+        # every term w_r h_r(s_r) is then a multiple of w_r * gcd_k(slope_rk * step_r, intercept_rk)
+        # (units nobody covers contribute 0 and are left out)
+        covered = np.zeros(problem.n_units, dtype=bool)
+        covered[units] = True
+        w = problem.weights[covered, None]
+        terms = np.concatenate([(w * problem.h_slopes[covered] * step[covered, None]).ravel(),
+                                (w * problem.h_intercepts[covered]).ravel()])
         step = _cost_step(terms[terms > 0])
         return step if step > 0 else (1.0 if not np.any(terms > 0) else 0.0)
     return problem.cached("objective_grid", key)
@@ -584,19 +596,28 @@ class _Search:
 
     # -- the search -------------------------------------------------------
     def run(self, mu0, *, root_lp: bool, node_lp: bool):
-        """Best-bound-first search; returns the largest bound of open nodes (-inf when finished)."""
+        """Best-bound-first search with plunging; returns the largest open bound (-inf when finished).
+
+        After a branching the preferred child is processed next (a dive, which
+        finds incumbents early); when a dive ends, the open node of largest
+        bound is taken.
+        """
         heap = []
         counter = itertools.count()
+        plunge = None
 
         def push(allowed, mu, ub, is_root=False):
             # largest bound first; among equal bounds the node pushed last (the preferred child)
             heapq.heappush(heap, (-ub, -next(counter), (allowed, mu, ub, is_root)))
 
         push(np.ones(self.n_opts, dtype=bool), mu0, math.inf, True)
-        while heap:
+        while heap or plunge is not None:
             if self.stats["nodes"] and time.perf_counter() > self.deadline:
-                return max(e[2][2] for e in heap)
-            allowed, mu, parent_ub, is_root = heapq.heappop(heap)[2]
+                return max([e[2][2] for e in heap] + ([plunge[2]] if plunge is not None else []))
+            if plunge is not None:
+                (allowed, mu, parent_ub, is_root), plunge = plunge, None
+            else:
+                allowed, mu, parent_ub, is_root = heapq.heappop(heap)[2]
             if self.can_prune(parent_ub):
                 self.stats["pruned"] += 1
                 continue
@@ -632,7 +653,7 @@ class _Search:
             open_segs = np.flatnonzero(counts >= 2)
             if open_segs.size == 0 or drop.any():
                 # re-analyse the reduced node before branching
-                push(child_allowed, info["mu"], info["ub"])
+                plunge = (child_allowed, info["mu"], info["ub"], False)
                 continue
             # branch on the open group whose LP choice is most fractional, else whose
             # best two options are closest in reduced profit
@@ -649,11 +670,15 @@ class _Search:
             members = np.flatnonzero(seg_of == seg)
             pref = lp_x[members] if lp_x is not None else info["d"][members]
             members = members[np.lexsort((-info["d"][members], -pref))]
-            for o in members[::-1]:
+            for k, o in enumerate(members[::-1]):
                 child = child_allowed.copy()
                 child[free_idx[members]] = False
                 child[free_idx[o]] = True
-                push(child, info["mu"], float(min(info["ub"], ub_opt[o])))
+                entry = (child, info["mu"], float(min(info["ub"], ub_opt[o])), False)
+                if k == members.size - 1:
+                    plunge = entry          # the preferred child: dive into it now
+                else:
+                    push(*entry)
         return -math.inf
 
 
