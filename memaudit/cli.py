@@ -317,5 +317,19 @@ def schema(output):
         write_json(data, output)
 
 
+# -- commands of the subpackages (each keeps its heavy imports inside its commands) --------
+
+def _add_subpackage_commands() -> None:
+    from .generators.cli import COMMANDS as generator_commands
+    from .harness.cli import COMMANDS as harness_commands
+    from .stores.cli import COMMANDS as store_commands
+
+    for command in (*generator_commands, *harness_commands, *store_commands):
+        main.add_command(command)
+
+
+_add_subpackage_commands()
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,1 @@
+"""Seeded, reproducible package generators (small, validity, natural, density-trap)."""

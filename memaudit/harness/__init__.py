@@ -1,0 +1,1 @@
+"""The plant / disturb / probe / score QA harness (seeds 000 and 001)."""
