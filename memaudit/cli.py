@@ -18,8 +18,6 @@ Any other exception is a bug and keeps its traceback.  Input files are never mod
 from __future__ import annotations
 
 import json
-import os
-import sys
 
 import click
 
@@ -27,6 +25,7 @@ from solvers.registry import METHODS
 
 from . import __version__
 from .certificate import build_certificate, load_certificate, verify_certificate, write_certificate, write_json
+from .clitools import budget_options, check_budget_flags, num, pct, progress_printer, same_file, table_lines
 from .errors import MemauditError
 from .package import (COST_MODEL_UNITS, load_package, package_json_schema, resolve_budget, stream_cost,
                       summarize)
@@ -76,55 +75,10 @@ def main():
 
 # -- helpers -------------------------------------------------------------------
 
-def _num(x: float) -> str:
-    return f"{x:.10g}"
-
-
-def _pct(part: float, whole: float) -> str:
-    return f"{100 * part / whole:.3g}%" if whole else "n/a"
-
-
-def _budget_options(f):
-    f = click.option("--budget-frac", "budget_frac", type=float, default=None, metavar="F",
-                     help="Budget as a fraction of the stream cost (storing every experience verbatim).")(f)
-    f = click.option("--budget", type=float, default=None, metavar="B",
-                     help="Budget in the package's cost unit. Default: the package's own budget.")(f)
-    return f
-
-
-def _check_budget_flags(budget, budget_frac):
-    if budget is not None and budget_frac is not None:
-        raise click.UsageError("--budget and --budget-frac are mutually exclusive: give one of them")
-
-
-def _progress(verbose: bool):
-    isatty = getattr(sys.stderr, "isatty", None)
-    if verbose or (isatty is not None and isatty()):
-        return lambda line: click.echo(line, err=True)
-    return None
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
 def _units_text(units: dict) -> str:
     if not units:
         return "-"
-    return ", ".join(u if a == 1 else f"{u} ({_num(a)})" for u, a in units.items())
-
-
-def _table(headers, rows, align):
-    cols = list(zip(headers, *rows)) if rows else [(h,) for h in headers]
-    widths = [max(len(str(x)) for x in col) for col in cols]
-    lines = []
-    for row in [headers, *rows]:
-        cells = [str(x).rjust(w) if a == ">" else str(x).ljust(w) for x, w, a in zip(row, widths, align)]
-        lines.append("  " + "  ".join(cells).rstrip())
-    return lines
+    return ", ".join(u if a == 1 else f"{u} ({num(a)})" for u, a in units.items())
 
 
 def _print_solve(report) -> None:
@@ -134,16 +88,16 @@ def _print_solve(report) -> None:
     echo = click.echo
     echo(f"package {pkg.id}: {len(pkg.experiences)} experiences, {len(pkg.candidates)} candidates, "
          f"{len(pkg.units)} units; cost model {pkg.cost_model}")
-    echo(f"budget {_num(report.budget)} {unit} = {_pct(report.budget, total)} of the stream cost "
-         f"({_num(total)} {unit})")
+    echo(f"budget {num(report.budget)} {unit} = {pct(report.budget, total)} of the stream cost "
+         f"({num(total)} {unit})")
     echo("")
     if result.status == "optimal" and (report.certification is None or report.certification.certified):
-        echo(f"OPT = {_num(report.value)}")
+        echo(f"OPT = {num(report.value)}")
     elif result.status == "optimal":
-        echo(f"{result.method} claims OPT = {_num(report.value)} (not confirmed by the back-end)")
+        echo(f"{result.method} claims OPT = {num(report.value)} (not confirmed by the back-end)")
     else:
-        echo(f"value = {_num(report.value)} (not proven optimal: {result.method} status {result.status}, "
-             f"bound {_num(result.bound)}, gap {result.gap:.3g})")
+        echo(f"value = {num(report.value)} (not proven optimal: {result.method} status {result.status}, "
+             f"bound {num(result.bound)}, gap {result.gap:.3g})")
     echo(f"status: {report.status}")
     if report.certified:
         names = " + ".join(r.method for r in report.results)
@@ -156,9 +110,9 @@ def _print_solve(report) -> None:
     rows = store_rows(report)
     echo(f"store ({len(rows)} candidates, grouped by experience in stream order):")
     if rows:
-        table = [(r["experience"], r["candidate"], r["kind"], _num(r["cost"]), _units_text(r["units"]))
+        table = [(r["experience"], r["candidate"], r["kind"], num(r["cost"]), _units_text(r["units"]))
                  for r in rows]
-        for line in _table(("experience", "candidate", "kind", "cost", "units covered"), table,
+        for line in table_lines(("experience", "candidate", "kind", "cost", "units covered"), table,
                            ("<", "<", "<", ">", "<")):
             echo(line)
     else:
@@ -167,15 +121,15 @@ def _print_solve(report) -> None:
     missing = uncovered_units(report)
     total_weight = sum(u.weight for u in pkg.units)
     lost = sum(u["lost"] for u in missing)
-    echo(f"units left uncovered: {len(missing)} of {len(pkg.units)} (weighted value {_num(lost)} of "
-         f"{_num(total_weight)} missing)")
+    echo(f"units left uncovered: {len(missing)} of {len(pkg.units)} (weighted value {num(lost)} of "
+         f"{num(total_weight)} missing)")
     if missing:
-        table = [(u["unit"], u["kind"], _num(u["weight"]), _num(u["coverage"]), f"{u['level']:.3g}")
+        table = [(u["unit"], u["kind"], num(u["weight"]), num(u["coverage"]), f"{u['level']:.3g}")
                  for u in missing]
-        for line in _table(("unit", "kind", "weight", "coverage", "h/h(inf)"), table, ("<", "<", ">", ">", ">")):
+        for line in table_lines(("unit", "kind", "weight", "coverage", "h/h(inf)"), table, ("<", "<", ">", ">", ">")):
             echo(line)
     echo("")
-    echo(f"cost {_num(result.cost)} / budget {_num(report.budget)} {unit} ({_pct(result.cost, report.budget)} "
+    echo(f"cost {num(result.cost)} / budget {num(report.budget)} {unit} ({pct(result.cost, report.budget)} "
          "of the budget)")
     times = [f"{r.method} {r.wall_time:.3g} s ({r.status})" for r in report.results]
     if report.declined:
@@ -187,7 +141,7 @@ def _print_solve(report) -> None:
 
 @main.command()
 @click.argument("package", type=click.Path())
-@_budget_options
+@budget_options
 @click.option("--method", default="bnb", show_default=True, metavar="NAME",
               help="Method that chooses the store: " + ", ".join(sorted(METHODS)) + ".")
 @click.option("--backend", default="highs", show_default=True, metavar=_BACKEND_CHOICES,
@@ -204,14 +158,14 @@ def solve(package, budget, budget_frac, method, backend, time_limit, as_json, ou
     Exit code 0 when the optimum is certified (or proven, with --backend none), 3 when the
     store is not certified (time-out, disagreement, back-end declined), 1 on bad input.
     """
-    _check_budget_flags(budget, budget_frac)
-    if output is not None and _same_file(output, package):
+    check_budget_flags(budget, budget_frac)
+    if output is not None and same_file(output, package):
         raise MemauditError(f"{output}: refusing to write the certificate over the package itself; "
                             "choose another -o file")
     pkg = load_package(package)
     b = resolve_budget(pkg, budget=budget, budget_frac=budget_frac)
     report = solve_package(pkg, budget=b, method=method, backend=backend, time_limit=time_limit,
-                           progress=_progress(verbose))
+                           progress=progress_printer(verbose))
     cert = build_certificate(report, package, budget_frac=budget_frac)
     if output is not None:
         write_certificate(cert, output)
@@ -243,7 +197,7 @@ def verify(package, cert, backend, time_limit, as_json, verbose):
     back-end.  Exit code 0 when every check passes, 3 when one fails, 1 on bad input.
     """
     data = load_certificate(cert)
-    say = _progress(verbose)
+    say = progress_printer(verbose)
     if say and BACKEND_ALIASES.get(backend, backend) is not None:
         say(f"re-solving with {BACKEND_ALIASES.get(backend, backend)}...")
     report = verify_certificate(package, data, backend=backend, time_limit=time_limit)
@@ -277,11 +231,11 @@ def validate(packages):
 
 @main.command()
 @click.argument("package", type=click.Path())
-@_budget_options
+@budget_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def inspect(package, budget, budget_frac, as_json):
     """Counts by kind, stream cost, units by kind, and the budget as a fraction of the stream cost."""
-    _check_budget_flags(budget, budget_frac)
+    check_budget_flags(budget, budget_frac)
     pkg = load_package(package)
     b = None
     if budget is not None or budget_frac is not None:
@@ -295,14 +249,14 @@ def inspect(package, budget, budget_frac, as_json):
     echo(f"package {s['id']} ({s['format']}), cost model {s['cost_model']} (costs from {s['cost_source']})")
     echo(f"{s['n_experiences']} experiences, {s['n_candidates']} candidates, {s['n_units']} units, "
          f"{s['n_queries']} queries")
-    echo("candidates by kind: " + ", ".join(f"{k} {n} (cost {_num(s['cost_by_kind'][k])})"
+    echo("candidates by kind: " + ", ".join(f"{k} {n} (cost {num(s['cost_by_kind'][k])})"
                                            for k, n in s["candidates_by_kind"].items()))
     echo("units by kind: " + ", ".join(f"{k} {n}" for k, n in s["units_by_kind"].items()))
-    echo(f"stream cost: {_num(s['stream_cost'])} {unit}")
+    echo(f"stream cost: {num(s['stream_cost'])} {unit}")
     if s["budget"] is None:
         echo("budget: none in the package (pass --budget or --budget-frac)")
     else:
-        echo(f"budget: {_num(s['budget'])} {unit} = {s['budget_frac']:.4g} of the stream cost")
+        echo(f"budget: {num(s['budget'])} {unit} = {s['budget_frac']:.4g} of the stream cost")
 
 
 @main.command()
