@@ -1,0 +1,184 @@
+"""A-Mem importer: MCP note responses, ChromaDB ``get`` dumps and plain lists of notes (pickles are refused)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from .export import DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, parse_time, read_json_file, where
+
+__all__ = ["load_amem", "amem_from_data"]
+
+_ORDER = ("most retrieved first (retrieval_count, A-Mem's own usage signal), then newest timestamp; notes without "
+          "a count come last")
+_LIST_FIELDS = ("keywords", "tags", "links", "evolution_history")
+
+
+def load_amem(path, *, max_bytes: int | None = DEFAULT_MAX_BYTES) -> Export:
+    """Read an A-Mem export.
+
+    Accepted shapes: the MCP ``read_memory_note`` response (``{"note": {...}}`` or the bulk
+    ``{"notes": {id: note | null}}``), the ``memory://all`` resource (``{"memories": [...]}``, whose
+    content is cut at 200 characters: warned), a ChromaDB ``collection.get()`` dump (``ids`` /
+    ``metadatas`` / ``documents``, all-string metadata with JSON-in-string lists), a plain list of
+    note dicts, and an object mapping ids to note dicts.  Pickle files are refused with a message on
+    how to convert them; they are never unpickled.
+
+    An item's text is the note as A-Mem serves it: ``content``, then its ``context``, ``keywords``
+    and ``tags`` when they are not the defaults.  Links to ids that are not in the export
+    (deleted notes) are reported as dangling.
+    """
+    path = os.fspath(path)
+    return amem_from_data(read_json_file(path, max_bytes=max_bytes, product="A-Mem"), path)
+
+
+def amem_from_data(data, path: str = "<amem>") -> Export:
+    """The :class:`Export` of already-parsed A-Mem JSON (see :func:`load_amem`)."""
+    warnings: list[str] = []
+    deleted: list[str] = []
+    if isinstance(data, dict) and isinstance(data.get("notes"), dict):
+        shape = "a-mem MCP read_memory_note bulk response"
+        notes = []
+        for nid, note in data["notes"].items():
+            if note is None:
+                deleted.append(nid)
+            else:
+                notes.append((nid, note))
+    elif isinstance(data, dict) and isinstance(data.get("note"), dict):
+        shape = "a-mem MCP read_memory_note response"
+        notes = [(data["note"].get("id", 0), data["note"])]
+    elif isinstance(data, dict) and isinstance(data.get("memories"), list):
+        shape = "a-mem MCP memory://all resource"
+        notes = list(enumerate(data["memories"]))
+        warnings.append(f"{path}: memory://all cuts every note's content at 200 characters and leaves out links; "
+                        "read the notes with read_memory_note for a full audit")
+    elif isinstance(data, dict) and isinstance(data.get("ids"), list) and "metadatas" in data:
+        shape = "a-mem ChromaDB collection.get() dump"
+        notes = _chroma_notes(data, path)
+    elif isinstance(data, list):
+        shape = "a-mem list of notes"
+        notes = list(enumerate(data))
+    elif isinstance(data, dict) and data and all(isinstance(v, dict) for v in data.values()):
+        shape = "a-mem {id: note} map"
+        notes = list(data.items())
+    else:
+        got = f"keys {sorted(data)[:8]}" if isinstance(data, dict) else type(data).__name__
+        raise StoreError(f"{path}: not an A-Mem export: expected MCP notes, a ChromaDB get() dump (ids, metadatas) "
+                         f"or a list of notes; got {got}")
+    items = []
+    seen: set[str] = set()
+    links: list[tuple[str, object]] = []
+    for key, note in notes:
+        at = where(path, key, note)
+        if not isinstance(note, dict):
+            raise StoreError(f"{at}: a note must be an object (JSON {{...}}); got {type(note).__name__}")
+        nid = note.get("id", key)
+        if not isinstance(nid, (str, int)) or isinstance(nid, bool):
+            raise StoreError(f"{at}: field 'id' must be a string; got {nid!r}")
+        nid = str(nid)
+        if nid in seen:
+            raise StoreError(f"{at}: field 'id' must be unique; {nid!r} appears twice")
+        seen.add(nid)
+        content = note.get("content")
+        if isinstance(content, (int, float)) and not isinstance(content, bool):
+            content = str(content)  # a-mem read-back turns all-digit strings into numbers
+        if not isinstance(content, str):
+            raise StoreError(f"{at}: field 'content' must be a string; got {json.dumps(content)[:60]}")
+        fields = {k: _as_list(note.get(k), at, k) for k in _LIST_FIELDS}
+        context = note.get("context")
+        if context is not None and not isinstance(context, (str, int, float)):
+            raise StoreError(f"{at}: field 'context' must be a string; got {json.dumps(context)[:60]}")
+        count = note.get("retrieval_count")
+        if isinstance(count, str) and count.strip().lstrip("-").isdigit():
+            count = int(count)
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+            raise StoreError(f"{at}: field 'retrieval_count' must be an integer; got {count!r}")
+        raw_time = note.get("timestamp")
+        time = parse_time(raw_time)
+        if raw_time is not None and time is None:
+            warnings.append(f"{at}: timestamp {raw_time!r} is not a time memaudit can read; time unknown")
+        if not content.strip():
+            warnings.append(f"{at}: empty content, skipped")
+            continue
+        text = _note_text(content, None if context is None else str(context), fields["keywords"], fields["tags"])
+        for link in fields["links"]:
+            links.append((nid, link))
+        items.append(MemoryItem(id=nid, text=text, time=time, time_raw=raw_time, rank=0, source="note",
+                                provenance={"file": path, "content": content, "retrieval_count": count,
+                                            "links": fields["links"], "category": note.get("category")}))
+    ids = {it.id for it in items}
+    dangling = [(src, link) for src, link in links if str(link) not in ids]
+    if dangling:
+        warnings.append(f"{path}: {len(dangling)} link(s) name no note of the export (deleted notes or index-style "
+                        f"links), e.g. {dangling[0][0]} -> {dangling[0][1]!r}; left unresolved")
+    if deleted:
+        warnings.append(f"{path}: {len(deleted)} requested note id(s) came back null (deleted): {', '.join(deleted)}")
+    order = sorted(range(len(items)), key=lambda k: (
+        items[k].provenance["retrieval_count"] is None, -(items[k].provenance["retrieval_count"] or 0),
+        _desc(items[k].time), k))
+    ranked = [MemoryItem(items[k].id, items[k].text, items[k].time, items[k].time_raw, r, items[k].source,
+                         items[k].provenance) for r, k in enumerate(order)]
+    return Export("amem", path, shape, ranked, _ORDER, warnings=warnings)
+
+
+def _desc(time: str | None):
+    return (time is None, tuple(-ord(c) for c in (time or "").rstrip("Z")))
+
+
+def _as_list(v, at: str, key: str) -> list:
+    """A list field, decoding the JSON-in-string form of ChromaDB metadata."""
+    if v is None:
+        return []
+    if isinstance(v, str):
+        s = v.strip()
+        if not s:
+            return []
+        try:
+            v = json.loads(s)
+        except ValueError:
+            raise StoreError(f"{at}: field {key!r} must be a list or a JSON list inside a string; got {s[:60]!r}") \
+                from None
+    if not isinstance(v, list):
+        raise StoreError(f"{at}: field {key!r} must be a list; got {json.dumps(v)[:60]}")
+    return v
+
+
+def _note_text(content: str, context: str | None, keywords: list, tags: list) -> str:
+    parts = [content.strip()]
+    if context and context.strip() and context.strip() != "General":
+        parts.append(f"context: {context.strip()}")
+    if keywords:
+        parts.append("keywords: " + ", ".join(str(k) for k in keywords))
+    if tags:
+        parts.append("tags: " + ", ".join(str(t) for t in tags))
+    return "\n".join(parts)
+
+
+def _chroma_notes(data: dict, path: str) -> list:
+    ids = data["ids"]
+    metas = data.get("metadatas")
+    docs = data.get("documents")
+    top = f"{path}: top level"
+    if not isinstance(metas, list) or len(metas) != len(ids):
+        raise StoreError(f"{top}: field 'metadatas' must be a list with one entry per id ({len(ids)}); got "
+                         f"{type(metas).__name__ if not isinstance(metas, list) else len(metas)}")
+    if docs is not None and (not isinstance(docs, list) or len(docs) != len(ids)):
+        raise StoreError(f"{top}: field 'documents' must be null or a list with one entry per id ({len(ids)})")
+    notes = []
+    for i, (nid, meta) in enumerate(zip(ids, metas)):
+        at = f"{path}: item [{i}] (id {nid!r})"
+        if not isinstance(nid, str):
+            raise StoreError(f"{path}: field 'ids[{i}]' must be a string; got {nid!r}")
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            raise StoreError(f"{at}: field 'metadatas[{i}]' must be an object; got {type(meta).__name__}")
+        note = dict(meta)
+        note["id"] = nid
+        if "content" not in note:
+            doc = docs[i] if docs is not None else None
+            if not isinstance(doc, str):
+                raise StoreError(f"{at}: has no metadata 'content' and no document text")
+            note["content"] = doc  # agiresearch stores the plain content as the document
+        notes.append((i, note))
+    return notes

@@ -1,0 +1,263 @@
+"""What every importer yields: memory items of one exported store, and the safe reading of export files."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import MemauditError
+
+__all__ = ["StoreError", "MemoryItem", "Export", "DEFAULT_MAX_BYTES", "read_json_file", "parse_time",
+           "expect", "where", "PRODUCTS"]
+
+#: files larger than this many bytes are refused (override with ``max_bytes`` / ``--max-bytes``)
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+#: the products with an importer
+PRODUCTS = ("mem0", "letta", "amem")
+
+_PICKLE_SUFFIXES = (".pkl", ".pickle", ".pck", ".p")
+
+
+class StoreError(MemauditError, ValueError):
+    """An exported store cannot be read: the message names the file, the item and the field."""
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """One memory held by an exported store.
+
+    Attributes
+    ----------
+    id : str
+        The product's own id (unique within one export).
+    text : str
+        The memory as the product would inject it.
+    time : str or None
+        ISO-8601 time; ends in ``Z`` when the offset was known (normalised to UTC), no offset
+        when the export gave local time without a zone; None when unknown or unparseable.
+    time_raw : Any
+        The timestamp exactly as exported (string, number or None).
+    rank : int
+        Position in the product's own order (0 = first injected / most salient).
+    source : str
+        Where in the export the memory sits, e.g. ``memory``, ``block:human``, ``message:user``,
+        ``archival``, ``note``.
+    provenance : dict
+        JSON-ready details: file, the item's position in the file, product-specific fields.
+    """
+
+    id: str
+    text: str
+    time: str | None
+    time_raw: Any
+    rank: int
+    source: str
+    provenance: dict = field(default_factory=dict)
+
+
+@dataclass
+class Export:
+    """One imported store: its items in the product's order, plus what the importer noticed.
+
+    Attributes
+    ----------
+    product : str
+        ``mem0``, ``letta`` or ``amem``.
+    path : str
+        The export file.
+    shape : str
+        Which documented shape the file had (e.g. ``mem0 get_all {"results": [...]}``).
+    items : list of MemoryItem
+        Sorted by ``rank``.
+    order : str
+        How the product's own order was derived (one sentence, for reports).
+    retained : list of dict
+        Text the product no longer serves but still keeps (Mem0 history of deleted memories, Letta
+        evicted messages): ``{"id", "text", "where"}``; scanned for leaks, never scored.
+    warnings : list of str
+        Things the user should know (truncated pages, dangling links, deleted notes, ...).
+    """
+
+    product: str
+    path: str
+    shape: str
+    items: list[MemoryItem]
+    order: str
+    retained: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def by_id(self) -> dict[str, MemoryItem]:
+        return {item.id: item for item in self.items}
+
+
+# -- reading ------------------------------------------------------------------
+
+def _looks_like_pickle(path: str, head: bytes) -> bool:
+    # protocol 2+ pickles start with the PROTO opcode 0x80 followed by the protocol number (2..5)
+    return path.lower().endswith(_PICKLE_SUFFIXES) or (len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5)
+
+
+_PICKLE_HELP = ("{path}: this looks like a Python pickle (e.g. the A-Mem paper code's memory_cache_sample_*.pkl); "
+                "memaudit never unpickles files, since loading a pickle runs arbitrary code. Convert it in the Python "
+                "environment that wrote it, for example: python -c \"import json, pickle, sys; "
+                "d = pickle.load(open(sys.argv[1], 'rb')); json.dump([vars(n) for n in d.values()], "
+                "open(sys.argv[2], 'w'), default=str)\" {name} notes.json  and audit notes.json")
+
+
+def read_json_file(path, *, max_bytes: int | None = DEFAULT_MAX_BYTES, product: str = "export"):
+    """Read one export file as JSON, refusing pickles, oversized files and non-UTF-8 bytes.
+
+    A file whose JSON value is a string holding JSON (Letta's ``export_file()`` written with
+    ``json.dump``) is decoded once more.  A UTF-8 byte-order mark is accepted.
+
+    Raises
+    ------
+    StoreError
+        Naming the file and what is wrong (size with the limit, byte offset, JSON position).
+    """
+    path = os.fspath(path)
+    try:
+        size = os.path.getsize(path)
+        if max_bytes is not None and size > max_bytes:
+            raise StoreError(f"{path}: the file is {size} bytes, over the {max_bytes}-byte limit for {product} exports "
+                             f"(a guard against loading huge dumps into memory); raise it with --max-bytes N if "
+                             f"this file is genuine")
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise StoreError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise StoreError(f"{path}: is a directory, not an export file") from None
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read the file: {exc.strerror or exc}") from None
+    if _looks_like_pickle(path, raw[:2]):
+        raise StoreError(_PICKLE_HELP.format(path=path, name=os.path.basename(path)))
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise StoreError(f"{path}: not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start} (line {line}) "
+                         f"cannot be decoded ({exc.reason}); export the store as UTF-8 JSON") from None
+    data = _loads(text, path)
+    if isinstance(data, str):
+        stripped = data.strip()
+        if stripped[:1] in ("{", "["):
+            data = _loads(stripped, path + " (the JSON string inside the file)")
+    return data
+
+
+def _loads(text: str, source: str):
+    if not text.strip():
+        raise StoreError(f"{source}: the file is empty; expected a JSON export")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        hint = " (the file looks truncated)" if exc.pos >= len(text.rstrip()) - 1 else ""
+        raise StoreError(f"{source}: not valid JSON{hint}: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise StoreError(f"{source}: JSON nested too deeply to be an export") from None
+
+
+# -- checking fields ---------------------------------------------------------------
+
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean", list: "a list (JSON array)",
+               dict: "an object (JSON {...})", type(None): "null"}
+
+
+def _show(v) -> str:
+    s = json.dumps(v, ensure_ascii=False, default=repr) if not isinstance(v, str) else repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def where(path: str, index, item=None, id_key: str = "id") -> str:
+    """``file: item [3] (id '...')`` for messages.
+
+    Examples
+    --------
+    >>> where("m.json", 3, {"id": "abc"})
+    "m.json: item [3] (id 'abc')"
+    """
+    at = f"{path}: item [{index}]" if isinstance(index, int) else f"{path}: item {index!r}"
+    if isinstance(item, dict) and isinstance(item.get(id_key), (str, int)) and not isinstance(item.get(id_key), bool):
+        at += f" ({id_key} {item[id_key]!r})"
+    return at
+
+
+def expect(obj: dict, key: str, types, at: str, *, required: bool = False, default=None):
+    """``obj[key]`` checked against ``types`` (a type or tuple; None allowed only if listed).
+
+    Examples
+    --------
+    >>> expect({"memory": "x"}, "memory", str, "f: item [0]", required=True)
+    'x'
+    >>> expect({"memory": 5}, "memory", str, "f: item [0]")
+    Traceback (most recent call last):
+    ...
+    memaudit.stores.export.StoreError: f: item [0]: field 'memory' must be a string; got 5
+    """
+    if key not in obj:
+        if required:
+            raise StoreError(f"{at}: field {key!r} is required")
+        return default
+    v = obj[key]
+    types = types if isinstance(types, tuple) else (types,)
+    ok = isinstance(v, types) and not (isinstance(v, bool) and bool not in types)
+    if not ok:
+        names = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
+        raise StoreError(f"{at}: field {key!r} must be {names}; got {_show(v)}")
+    return v
+
+
+# -- timestamps ----------------------------------------------------------------------
+
+_COMPACT = re.compile(r"^\d{12}$")  # A-Mem YYYYMMDDHHMM, local time
+_FREE_FORMATS = ("%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d", "%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y",
+                 "%d %B %Y", "%B %d, %Y")
+
+
+def parse_time(raw) -> str | None:
+    """Normalise an exported timestamp; None when absent or unparseable (the raw value is kept elsewhere).
+
+    Aware times become UTC (``...Z``); naive times keep their wall-clock value without an offset.
+
+    Examples
+    --------
+    >>> parse_time("2024-11-27T16:53:43.276872-08:00")
+    '2024-11-28T00:53:43.276872Z'
+    >>> parse_time("2026-05-06T08:22:50Z"), parse_time(202604221505), parse_time("1:05 pm on 3 March, 2025")
+    ('2026-05-06T08:22:50Z', '2026-04-22T15:05:00', '2025-03-03T13:05:00')
+    >>> parse_time("last tuesday") is None, parse_time(None) is None
+    (True, True)
+    """
+    if raw is None or isinstance(raw, bool):
+        return None
+    if isinstance(raw, (int, float)):
+        raw = str(int(raw)) if float(raw).is_integer() else str(raw)
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    s = raw.strip()
+    if _COMPACT.match(s):
+        try:
+            return dt.datetime.strptime(s, "%Y%m%d%H%M").isoformat()
+        except ValueError:
+            return None
+    try:
+        t = dt.datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith(("Z", "z")) else s)
+    except ValueError:
+        t = None
+        for fmt in _FREE_FORMATS:
+            try:
+                t = dt.datetime.strptime(s, fmt)
+                break
+            except ValueError:
+                continue
+        if t is None:
+            return None
+    if t.tzinfo is not None:
+        return t.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat() + "Z"
+    return t.isoformat()
