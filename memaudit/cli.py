@@ -21,14 +21,19 @@ import json
 
 import click
 
-from solvers.registry import METHODS
+from solvers.registry import method_names
 
 from . import __version__
 from .certificate import build_certificate, load_certificate, verify_certificate, write_certificate, write_json
+from .baselines import DEFAULT_METHODS, method_settings, parse_methods, score_methods
+from .baselines import compare as compare_methods
 from .clitools import budget_options, check_budget_flags, num, pct, progress_printer, same_file, table_lines
 from .errors import MemauditError
-from .package import (COST_MODEL_UNITS, load_package, package_json_schema, resolve_budget, stream_cost,
-                      summarize)
+from .fileio import atomic_write
+from .generators.density_trap import TOPICS as TRAP_TOPICS
+from .generators.density_trap import density_trap
+from .package import (COST_MODEL_UNITS, load_package, package_json_schema, package_to_dict, resolve_budget,
+                      save_package, stream_cost, summarize)
 from .solve import BACKEND_ALIASES, solve_package, store_rows, uncovered_units
 
 __all__ = ["main", "EXIT_OK", "EXIT_BAD_INPUT", "EXIT_USAGE", "EXIT_NOT_CERTIFIED"]
@@ -143,7 +148,7 @@ def _print_solve(report) -> None:
 @click.argument("package", type=click.Path())
 @budget_options
 @click.option("--method", default="bnb", show_default=True, metavar="NAME",
-              help="Method that chooses the store: " + ", ".join(sorted(METHODS)) + ".")
+              help="Method that chooses the store: " + method_names() + ".")
 @click.option("--backend", default="highs", show_default=True, metavar=_BACKEND_CHOICES,
               help="Independent MILP back-end that certifies the optimum; 'none' skips certification.")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
@@ -271,6 +276,224 @@ def schema(output):
         write_json(data, output)
 
 
+# -- baselines -------------------------------------------------------------------
+
+_PICK_HELP = ("What fifo / recency write for each experience: verbatim (its largest candidate, the raw "
+              "span), cheapest, or value (largest standalone value; reads the query weights).")
+
+
+def _baseline_options(f):
+    f = click.option("--pick", type=click.Choice(["verbatim", "cheapest", "value"]), default=None,
+                     help=_PICK_HELP + "  [default: verbatim]")(f)
+    f = click.option("--gvt-floor", type=click.FloatRange(0, 1, min_open=True), default=None, metavar="F",
+                     help="gvt: lowest threshold as a fraction of the first.  [default: 0.001]")(f)
+    f = click.option("--gvt-eps", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+                     metavar="EPS", help="gvt: the threshold falls by a factor (1 - EPS) per step.  [default: 0.1]")(f)
+    f = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random baseline.")(f)
+    f = click.option("--backend", default="highs", show_default=True, metavar=_BACKEND_CHOICES,
+                     help="Back-end that certifies OPT, the denominator of every ratio; 'none' skips it.")(f)
+    f = click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+                     help="Time limit for computing OPT (bnb and the back-end each).")(f)
+    f = click.option("--method", "methods", default=",".join(DEFAULT_METHODS), show_default=True,
+                     metavar="M1,M2,...", help="Comma-separated methods: " + method_names() + ".")(f)
+    return f
+
+
+def _baseline_settings(methods, seed, gvt_eps, gvt_floor, pick):
+    return {m: method_settings(m, seed=seed, gvt_eps=gvt_eps, gvt_floor=gvt_floor, pick=pick) for m in methods}
+
+
+def _ratio_text(ratio) -> str:
+    return "n/a" if ratio is None else f"{ratio:.3f}"
+
+
+def _opt_warning(certified: bool, status: str) -> None:
+    if not certified:
+        click.echo(f"warning: OPT is {status}: ratios are against the best store found and may overstate "
+                   "the baselines", err=True)
+
+
+@main.command()
+@click.argument("package", type=click.Path())
+@budget_options
+@_baseline_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr even when it is not a terminal.")
+def baseline(package, budget, budget_frac, methods, time_limit, backend, seed, gvt_eps, gvt_floor, pick, as_json,
+             verbose):
+    """Score baselines on PACKAGE at one budget, as a ratio to the certified OPT.
+
+    \b
+    Per method: value, ratio = value / OPT, cost / budget, units fully covered,
+    validity units fully covered (of those in the package), kinds stored, time.
+    Offline: density (static value per cost), greedy (marginal gain per cost +
+    best single), gvt (Group Value-Threshold), random.  Online, deciding as each
+    experience arrives: fifo (write while it fits), recency (keep the newest),
+    kind:<k> (always write kind k, e.g. kind:fact).
+    """
+    check_budget_flags(budget, budget_frac)
+    names = parse_methods(methods)
+    pkg = load_package(package)
+    rep = score_methods(pkg, budget=budget, budget_frac=budget_frac, methods=names,
+                        settings=_baseline_settings(names, seed, gvt_eps, gvt_floor, pick), backend=backend,
+                        time_limit=time_limit, progress=progress_printer(verbose))
+    if as_json:
+        click.echo(json.dumps(rep.to_dict(), indent=2, ensure_ascii=False, allow_nan=False))
+        return
+    _opt_warning(rep.opt_certified, rep.opt_status)
+    unit = COST_MODEL_UNITS[pkg.cost_model]
+    click.echo(f"package {pkg.id}: budget {num(rep.budget)} {unit} = {rep.budget_frac:.3g} of the stream cost; "
+               f"OPT = {num(rep.opt)} ({rep.opt_status})")
+    rows = []
+    for s in [rep.opt_store, *rep.scores]:
+        name = "OPT (bnb)" if s is rep.opt_store else s.method
+        rows.append((name, num(round(s.value, 9)), _ratio_text(s.ratio), f"{num(s.cost)}/{num(s.budget)}",
+                     f"{s.units_covered}/{s.units_total}", f"{s.validity_covered}/{s.validity_total}",
+                     " ".join(f"{k}:{n}" for k, n in s.kinds.items()) or "-", f"{s.wall_time:.3g}s"))
+    for line in table_lines(("method", "value", "ratio", "cost/budget", "units", "validity", "kinds", "time"), rows,
+                            ("<", ">", ">", ">", ">", ">", "<", ">")):
+        click.echo(line)
+
+
+def _fractions(text: str) -> list[float]:
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            f = float(part)
+        except ValueError:
+            raise click.BadParameter(f"{part!r} is not a number; give fractions such as 0.1,0.25,0.5",
+                                     param_hint="--budget-frac") from None
+        if not (f >= 0 and f == f and f != float("inf")):
+            raise click.BadParameter(f"{part!r} must be a finite fraction >= 0", param_hint="--budget-frac")
+        out.append(f)
+    return out
+
+
+@main.command()
+@click.argument("package", type=click.Path())
+@click.option("--budget-frac", "budget_fracs", default="0.1,0.25,0.5", show_default=True, metavar="F1,F2,...",
+              help="Budgets as fractions of the stream cost.")
+@_baseline_options
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV (one row per budget and method) instead of the table.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (the same rows) instead of the table.")
+@click.option("-o", "--output", type=click.Path(), default=None, metavar="FILE",
+              help="Also write the rows to FILE: CSV if it ends in .csv, else JSON.")
+@click.option("--plot", type=click.Path(), default=None, metavar="FILE.png",
+              help="Save a plot of ratio to OPT against budget, one line per method.")
+@click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr even when it is not a terminal.")
+def compare(package, budget_fracs, methods, time_limit, backend, seed, gvt_eps, gvt_floor, pick, as_csv, as_json,
+            output, plot, verbose):
+    """Every method at every budget on PACKAGE: ratios to the certified OPT.
+
+    The table has one row per method and one column per budget fraction; each cell
+    is value / OPT.  --csv / --json print the full rows (value, OPT, cost, units,
+    validity units, kinds, time) for pandas or a spreadsheet.
+    """
+    if as_csv and as_json:
+        raise click.UsageError("--csv and --json are mutually exclusive: give one of them")
+    fracs = _fractions(budget_fracs)
+    names = parse_methods(methods)
+    for path in (output, plot):
+        if path is not None and same_file(path, package):
+            raise MemauditError(f"{path}: refusing to write over the package itself; choose another file")
+    pkg = load_package(package)
+    rows = compare_methods(pkg, fracs, methods=names,
+                           settings=_baseline_settings(names, seed, gvt_eps, gvt_floor, pick), backend=backend,
+                           time_limit=time_limit, progress=progress_printer(verbose))
+    if output is not None:
+        data = (_csv_text(rows) if output.lower().endswith(".csv")
+                else json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+        atomic_write(output, data.encode("utf-8"))
+    if plot is not None:
+        _plot_ratios(rows, plot, pkg.id)
+    if as_csv:
+        click.echo(_csv_text(rows), nl=False)
+        return
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False))
+        return
+    uncertified = sorted({r["budget_frac"] for r in rows if not r["opt_certified"]})
+    if uncertified:
+        _opt_warning(False, f"not certified at budget fraction(s) {', '.join(map(str, uncertified))}")
+    click.echo(f"package {pkg.id}: ratio to OPT (value / certified optimum) by budget fraction")
+    order = ["OPT", *names]
+    cell = {(r["method"], r["budget_frac"]): r for r in rows}
+    table = [("OPT value", *[num(round(cell["OPT", f]["value"], 9)) for f in fracs])]
+    for m in order[1:]:
+        table.append((m, *[_ratio_text(cell[m, f]["ratio"]) for f in fracs]))
+    table.append(("validity kept by OPT", *[f"{cell['OPT', f]['validity_covered']}/{cell['OPT', f]['validity_total']}"
+                                           for f in fracs]))
+    for line in table_lines(("method", *[f"{f:g}" for f in fracs]), table, ("<",) + (">",) * len(fracs)):
+        click.echo(line)
+    if output is not None:
+        click.echo(f"rows written to {output}")
+    if plot is not None:
+        click.echo(f"plot written to {plot}")
+
+
+def _csv_text(rows) -> str:
+    import csv
+    import io
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def _plot_ratios(rows, path, title) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    methods = [m for m in dict.fromkeys(r["method"] for r in rows) if m != "OPT"]
+    for m in methods:
+        pts = [(r["budget_frac"], r["ratio"]) for r in rows if r["method"] == m and r["ratio"] is not None]
+        if pts:
+            ax.plot(*zip(*pts), marker="o", label=m)
+    ax.set_xlabel("budget (fraction of the stream cost)")
+    ax.set_ylabel("ratio to OPT")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", ncol=2)
+    fig.tight_layout()
+    import io
+    buf = io.BytesIO()
+    fig.savefig(buf, format=path.rsplit(".", 1)[-1].lower() if "." in path else "png")
+    plt.close(fig)
+    atomic_write(path, buf.getvalue())
+
+
+@click.command("density-trap")
+@click.option("--k", "k", type=click.IntRange(min=2), default=10, show_default=True,
+              help="Units per topic: the current value and K - 1 retired values; density keeps about 1/K.")
+@click.option("--topics", type=click.IntRange(1, len(TRAP_TOPICS)), default=1, show_default=True,
+              help="Number of topics (experiences).")
+@click.option("--cost-model", type=click.Choice(["words", "chars", "bytes", "tokens"]), default="words",
+              show_default=True, help="Cost model of the package.")
+@click.option("-o", "--output", type=click.Path(), default=None, metavar="PACKAGE.json",
+              help="Write the package here (default: print it).")
+def density_trap_command(k, topics, cost_model, output):
+    """A package where density-only selection keeps about 1/K of OPT.
+
+    Each topic is one experience that moves an attribute to a new value and retires
+    K - 1 old ones.  Its fact is the densest candidate, so density stores it and the
+    experience's one slot is gone: the compound update (OPT) can never follow.
+    Density's ratio is 1 / (1 + w (K - 1)), w = 0.9 with words.  See
+    memaudit/generators/density_trap.py for the construction.
+    """
+    pkg = density_trap(k, topics=topics, cost_model=cost_model)
+    if output is None:
+        click.echo(json.dumps(package_to_dict(pkg), indent=2, ensure_ascii=False, allow_nan=False))
+    else:
+        save_package(pkg, output)
+        click.echo(f"wrote {output}: {len(pkg.candidates)} candidates, {len(pkg.units)} units, budget "
+                   f"{num(pkg.budget)}; density keeps {pkg.meta['density_ratio_by_construction']:.3f} of OPT by "
+                   "construction")
+
+
 # -- commands of the subpackages (each keeps its heavy imports inside its commands) --------
 
 def _add_subpackage_commands() -> None:
@@ -280,6 +503,12 @@ def _add_subpackage_commands() -> None:
 
     for command in (*generator_commands, *harness_commands, *store_commands):
         main.add_command(command)
+    generate = main.commands.get("generate")
+    if generate is None:
+        @main.group()
+        def generate():
+            """Generate seeded, reproducible packages."""
+    generate.add_command(density_trap_command)
 
 
 _add_subpackage_commands()

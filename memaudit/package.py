@@ -681,7 +681,7 @@ def compile_package(pkg: Package) -> Compiled:
     intercepts = np.array([np.pad(b, (0, k - len(b)), mode="edge") for _, b in pieces])
     try:
         problem = Problem.build(costs, groups, coverage, weights, h_slopes=slopes, h_intercepts=intercepts,
-                                n_groups=len(pkg.experiences))
+                                n_groups=len(pkg.experiences), kinds=[c.kind for c in pkg.candidates])
     except ProblemError as exc:
         raise PackageError(f"package {pkg.id!r} cannot be compiled: {exc}") from exc
     return Compiled(problem, [c.id for c in pkg.candidates], [u.id for u in pkg.units],

@@ -13,7 +13,7 @@ import numpy as np
 from solvers import BackendUnavailable, Declined, Problem, ProblemError, Result, SolverError
 from solvers.certify import CERT_RTOL, Certification, compare_results
 from solvers.objective import coverage_sums, h_values
-from solvers.registry import BACKENDS, METHODS, get_method
+from solvers.registry import BACKENDS, get_method, method_names
 
 from .errors import MemauditError, MethodError
 from .package import Compiled, Package, candidate_costs, compile_package
@@ -51,11 +51,15 @@ def resolve_method(name: str) -> str:
     >>> resolve_method("simplex")
     Traceback (most recent call last):
     ...
-    memaudit.errors.MethodError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, greedy, milp-cbc, milp-highs
+    memaudit.errors.MethodError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, milp-cbc, milp-highs, random, recency, kind:<k>
     """
-    full = BACKEND_ALIASES.get(name, name) if isinstance(name, str) else name
-    if full not in METHODS:
-        raise MethodError(f"unknown method {name!r}; valid methods: {', '.join(sorted(METHODS))}")
+    if not isinstance(name, str):
+        raise MethodError(f"a method name must be a string; got {name!r}; valid methods: {method_names()}")
+    full = BACKEND_ALIASES.get(name, name)
+    try:
+        get_method(full)
+    except ValueError as exc:
+        raise MethodError(str(exc).replace(repr(full), repr(name), 1)) from None
     return full
 
 
@@ -93,7 +97,7 @@ def method_time_limit(time_limit) -> float | None:
 def _settings(name: str, time_limit: float | None) -> dict:
     if time_limit is None:
         return {}
-    if "time_limit" not in inspect.signature(METHODS[name]).parameters:
+    if "time_limit" not in inspect.signature(get_method(name)).parameters:
         raise MethodError(f"method {name!r} takes no time limit; drop --time-limit or choose another method")
     return {"time_limit": time_limit}
 
@@ -294,6 +298,17 @@ def _full_values(problem: Problem) -> np.ndarray:
     return flat.min(axis=1)
 
 
+def fully_covered(problem: Problem, chosen) -> np.ndarray:
+    """Boolean mask over units: True where the store ``chosen`` covers the unit fully.
+
+    Unit r is fully covered when ``h_r(s_r) >= (1 - 1e-9) * h_r(inf)`` (see :func:`uncovered_units`).
+    """
+    sums = coverage_sums(problem, chosen)
+    h = h_values(problem, np.arange(problem.n_units), sums)
+    full = _full_values(problem)
+    return np.isinf(full) | (h >= (1 - _FULL_RTOL) * full)
+
+
 def uncovered_units(report: SolveReport) -> list[dict]:
     """Units the store does not fully cover, in package order.
 
@@ -306,12 +321,12 @@ def uncovered_units(report: SolveReport) -> list[dict]:
     """
     problem = report.compiled.problem
     sums = coverage_sums(problem, report.result.chosen)
-    units = np.arange(problem.n_units)
-    h = h_values(problem, units, sums)
+    h = h_values(problem, np.arange(problem.n_units), sums)
     full = _full_values(problem)
+    covered = fully_covered(problem, report.result.chosen)
     rows = []
     for r, unit in enumerate(report.package.units):
-        if math.isinf(full[r]) or h[r] >= (1 - _FULL_RTOL) * full[r]:
+        if covered[r]:
             continue
         rows.append({"unit": unit.id, "kind": unit.kind, "weight": float(unit.weight), "coverage": float(sums[r]),
                      "level": float(h[r] / full[r]), "lost": float(problem.weights[r] * (full[r] - h[r]))})

@@ -111,6 +111,11 @@ class Problem:
         smallest intercept of each row is 0.
     n_groups : int
         Number of groups; groups without candidates are allowed.
+    kinds : tuple of str, optional
+        A label per candidate (its representation kind: ``raw``, ``fact``, ...).
+        Only the ``kind:<k>`` writers read it; the objective never does.
+
+    Groups are numbered in stream order: the online writers see group 0 first.
 
     Use :meth:`build` to construct one from plain arrays with validation.
     """
@@ -122,6 +127,7 @@ class Problem:
     h_slopes: np.ndarray
     h_intercepts: np.ndarray
     n_groups: int
+    kinds: tuple | None = None
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -133,7 +139,8 @@ class Problem:
         return int(self.weights.shape[0])
 
     @classmethod
-    def build(cls, costs, groups, coverage, weights, *, h_slopes=None, h_intercepts=None, n_groups=None):
+    def build(cls, costs, groups, coverage, weights, *, h_slopes=None, h_intercepts=None, n_groups=None,
+              kinds=None):
         """Validate plain arrays and return a :class:`Problem`.
 
         ``coverage`` may be dense (n_candidates, n_units) or any scipy sparse
@@ -189,7 +196,11 @@ class Problem:
             raise ProblemError("h must be non-decreasing: every piece slope must be >= 0")
         if np.any(h_intercepts < 0) or (n_units and np.any(np.abs(h_intercepts.min(axis=1)) > 0)):
             raise ProblemError("h(0) must be 0: intercepts must be >= 0 with the smallest equal to 0")
-        return cls(costs, groups, cov, weights, h_slopes, h_intercepts, int(n_groups))
+        if kinds is not None:
+            kinds = tuple(str(k) for k in kinds)
+            if len(kinds) != n_cand:
+                raise ProblemError(f"kinds has {len(kinds)} entries but costs has {n_cand}")
+        return cls(costs, groups, cov, weights, h_slopes, h_intercepts, int(n_groups), kinds)
 
     # -- derived structure, computed once -------------------------------
     def cached(self, key, fn):

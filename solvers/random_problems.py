@@ -22,7 +22,8 @@ def random_problem(n_experiences: int, seed: int, *, restate: float = 0.15, upda
     covers the value with 0.5 or 1.0), and for updates ``update`` (8-15, value
     and validity) and ``tombstone`` (4-8, validity only); a non-update
     experience gets a third ``summary`` candidate half the time, so 2-4
-    candidates each.  Weights are integers 1-3; ``h = min(1, z)``.
+    candidates each, labelled with those kinds.  Weights are integers 1-3;
+    ``h = min(1, z)``.
 
     Examples
     --------
@@ -33,12 +34,13 @@ def random_problem(n_experiences: int, seed: int, *, restate: float = 0.15, upda
     True
     """
     rng = np.random.default_rng(seed)
-    rows, cols, vals, costs, groups = [], [], [], [], []
+    rows, cols, vals, costs, groups, kinds = [], [], [], [], [], []
     n_units = 0
     value_units: list[int] = []
 
-    def add(g, cost, cover):
+    def add(g, kind, cost, cover):
         u = len(costs)
+        kinds.append(kind)
         costs.append(float(cost))
         groups.append(g)
         for r, a in cover:
@@ -59,16 +61,16 @@ def random_problem(n_experiences: int, seed: int, *, restate: float = 0.15, upda
             n_units += 1
         fact_cov = float(rng.choice(coverage_values))
         own = [(value, 1.0)] + ([(validity, 1.0)] if validity is not None else [])
-        add(g, rng.integers(20, 61), own)
-        add(g, rng.integers(5, 13), [(value, fact_cov)])
+        add(g, "raw", rng.integers(20, 61), own)
+        add(g, "fact", rng.integers(5, 13), [(value, fact_cov)])
         if validity is not None:
-            add(g, rng.integers(8, 16), [(value, 1.0), (validity, 1.0)])
-            add(g, rng.integers(4, 9), [(validity, 1.0)])
+            add(g, "update", rng.integers(8, 16), [(value, 1.0), (validity, 1.0)])
+            add(g, "tombstone", rng.integers(4, 9), [(validity, 1.0)])
         elif rng.random() < 0.5:
-            add(g, rng.integers(10, 21), [(value, 1.0)])
+            add(g, "summary", rng.integers(10, 21), [(value, 1.0)])
     weights = rng.integers(1, 4, size=n_units).astype(float)
     cov = sp.csr_array((vals, (rows, cols)), shape=(len(costs), n_units))
-    return Problem.build(costs, groups, cov, weights, n_groups=n_experiences)
+    return Problem.build(costs, groups, cov, weights, n_groups=n_experiences, kinds=kinds)
 
 
 def tiny_problem(seed: int, *, n_candidates: int = 10, n_units: int = 5, pieces: str = "min1") -> Problem:

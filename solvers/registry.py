@@ -1,19 +1,41 @@
-"""Every method by name, in one plain dict, all with the contract ``fn(problem, budget, /, **settings)``."""
+"""Every method by name, in one plain dict, all with the contract ``fn(problem, budget, /, **settings)``.
+
+``kind:<k>`` (the online writer that always writes kind k) is the one parametric name:
+:func:`get_method` builds it for any k.
+"""
 
 from __future__ import annotations
 
+import functools
+
+from .baselines import density, fifo, gvt, kind_writer, random_store, recency
 from .bnb import branch_and_bound
 from .bruteforce import brute_force
 from .greedy import greedy
 from .milp import BACKENDS
 
-__all__ = ["METHODS", "EXACT_METHODS", "BACKENDS", "get_method", "run_method"]
+__all__ = ["METHODS", "EXACT_METHODS", "BASELINES", "ONLINE_METHODS", "BACKENDS", "get_method", "run_method",
+           "method_names"]
 
 #: methods that prove optimality when they finish
 EXACT_METHODS = {"bnb": branch_and_bound, "brute": brute_force, **BACKENDS}
 
-#: every registered method
-METHODS = {**EXACT_METHODS, "greedy": greedy}
+#: heuristics that see the whole package (status ``heuristic``)
+BASELINES = {"density": density, "greedy": greedy, "gvt": gvt, "random": random_store}
+
+#: writers that decide as each experience arrives (status ``heuristic``); plus ``kind:<k>``
+ONLINE_METHODS = {"fifo": fifo, "recency": recency}
+
+#: every registered method with a fixed name
+METHODS = {**EXACT_METHODS, **BASELINES, **ONLINE_METHODS}
+
+#: parametric names: ``prefix:argument``
+_PARAMETRIC = {"kind": ("kind", kind_writer)}
+
+
+def method_names() -> str:
+    """The valid method names, for messages."""
+    return ", ".join([*sorted(METHODS), "kind:<k>"])
 
 
 def get_method(name: str):
@@ -23,15 +45,22 @@ def get_method(name: str):
     --------
     >>> get_method("bnb").__name__
     'branch_and_bound'
+    >>> get_method("kind:fact").keywords
+    {'kind': 'fact'}
     >>> get_method("simplex")
     Traceback (most recent call last):
     ...
-    ValueError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, greedy, milp-cbc, milp-highs
+    ValueError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, milp-cbc, milp-highs, random, recency, kind:<k>
     """
-    try:
+    if name in METHODS:
         return METHODS[name]
-    except KeyError:
-        raise ValueError(f"unknown method {name!r}; valid methods: {', '.join(sorted(METHODS))}") from None
+    prefix, sep, arg = name.partition(":")
+    if sep and prefix in _PARAMETRIC:
+        if not arg:
+            raise ValueError(f"method {name!r} needs an argument after the colon, e.g. {prefix}:fact")
+        keyword, fn = _PARAMETRIC[prefix]
+        return functools.partial(fn, **{keyword: arg})
+    raise ValueError(f"unknown method {name!r}; valid methods: {method_names()}")
 
 
 def run_method(name: str, problem, budget: float, /, **settings):

@@ -32,8 +32,10 @@ CASES = {
     "off-grid": (_off_grid(), (4.5, 9.0), False),
     "no-candidates": (Problem.build([], [], np.zeros((0, 2)), [1.0, 1.0]), (0.0, 5.0), True),
 }
+#: every registered name plus two instances of the parametric kind:<k> writer
+NAMES = [*sorted(METHODS), "kind:raw", "kind:fact"]
 PARAMS = [pytest.param(name, case, i, id=f"{name}-{case}-b{i}")
-          for name in sorted(METHODS) for case in CASES for i in range(len(CASES[case][1]))]
+          for name in NAMES for case in CASES for i in range(len(CASES[case][1]))]
 
 
 @functools.lru_cache(maxsize=None)
@@ -53,6 +55,9 @@ def refused(name, case, outcome):
     if name == "cpsat":
         assert isinstance(outcome, Declined) and not CASES[case][2], f"cpsat declined {case}: {outcome}"
         assert "integers" in str(outcome)
+        return True
+    if name.startswith("kind:"):
+        assert CASES[case][0].kinds is None and "needs candidate kinds" in str(outcome), f"{name}: {outcome}"
         return True
     assert name == "brute" and "brute force would enumerate" in str(outcome), f"{name} on {case}: {outcome}"
     return True
@@ -127,7 +132,7 @@ def test_brute_force_refuses_large_problems():
 
 
 @pytest.mark.parametrize("budget", [-1.0, math.nan, math.inf, "5"], ids=["negative", "nan", "inf", "str"])
-@pytest.mark.parametrize("name", sorted(METHODS))
+@pytest.mark.parametrize("name", NAMES)
 def test_bad_budget_is_rejected(name, budget):
     with pytest.raises(ValueError, match="budget"):
         get_method(name)(CASES["tiny-min1"][0], budget)
@@ -145,6 +150,10 @@ def test_unknown_method_lists_the_valid_names():
 def test_registry_shape():
     assert set(EXACT_METHODS) <= set(METHODS)
     assert {"bnb", "brute", "milp-highs", "milp-cbc", "cpsat", "greedy"} <= set(METHODS)
-    assert "greedy" not in EXACT_METHODS
+    assert {"density", "gvt", "random", "fifo", "recency"} <= set(METHODS)
+    assert not ({"greedy", "density", "gvt", "random", "fifo", "recency"} & set(EXACT_METHODS))
     for name, fn in METHODS.items():
         assert get_method(name) is fn
+    assert get_method("kind:tombstone").keywords == {"kind": "tombstone"}
+    with pytest.raises(ValueError, match="needs an argument"):
+        get_method("kind:")

@@ -1,0 +1,211 @@
+"""Baselines scored as a ratio to the certified optimum.
+
+:func:`score_methods` runs a list of registered methods on one package and budget and
+scores each store against OPT(package, B), certified by :func:`memaudit.solve.solve_package`.
+:func:`compare` does the same over several budgets and returns one flat row per
+(budget, method), ready for pandas, CSV or JSON.
+
+A ratio is ``F(store) / OPT``.  When OPT is 0 (nothing can be preserved within the budget)
+the ratio is None and reported as ``n/a``.  When OPT could not be certified (a time-out or
+a disagreement), the ratios are taken against the best value found and every row says so
+(``opt_certified`` False), since they may then overstate the baselines.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from solvers.registry import get_method
+
+from .errors import MethodError
+from .package import Package, resolve_budget, stream_cost
+from .solve import fully_covered, method_time_limit, run_solver, solve_package
+
+__all__ = ["DEFAULT_METHODS", "MethodScore", "BaselineReport", "score_methods", "compare", "parse_methods",
+           "method_settings"]
+
+#: what ``memaudit baseline`` and ``memaudit compare`` run when no --method is given
+DEFAULT_METHODS = ("density", "greedy", "gvt", "random", "fifo", "recency", "kind:raw", "kind:fact")
+
+
+@dataclass
+class MethodScore:
+    """One method's store on one package and budget, scored against OPT."""
+
+    method: str
+    settings: dict
+    value: float
+    ratio: float | None
+    cost: float
+    budget: float
+    units_covered: int
+    units_total: int
+    validity_covered: int
+    validity_total: int
+    kinds: dict
+    wall_time: float
+    chosen: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class BaselineReport:
+    """Every method's score on one package and budget, and the OPT they are scored against."""
+
+    package_id: str
+    budget: float
+    budget_frac: float
+    opt: float
+    opt_status: str
+    opt_certified: bool
+    opt_store: MethodScore
+    scores: list
+
+    def to_dict(self) -> dict:
+        return {"package": self.package_id, "budget": self.budget, "budget_frac": self.budget_frac,
+                "opt": self.opt, "opt_status": self.opt_status, "opt_certified": self.opt_certified,
+                "opt_store": self.opt_store.to_dict(), "methods": [s.to_dict() for s in self.scores]}
+
+
+def parse_methods(text) -> list[str]:
+    """Split a comma-separated method list and check every name; duplicates are dropped.
+
+    Examples
+    --------
+    >>> parse_methods("density, gvt,density,kind:fact")
+    ['density', 'gvt', 'kind:fact']
+    >>> parse_methods("density,nope")
+    Traceback (most recent call last):
+    ...
+    memaudit.errors.MethodError: unknown method 'nope'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, milp-cbc, milp-highs, random, recency, kind:<k>
+    """
+    names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text)]
+    names = [n for n in names if n]
+    if not names:
+        raise MethodError("no method given: pass a comma-separated list such as density,greedy,gvt")
+    out = []
+    for name in names:
+        try:
+            get_method(name)
+        except ValueError as exc:
+            raise MethodError(str(exc)) from None
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def method_settings(name: str, *, seed: int = 0, gvt_eps: float | None = None, gvt_floor: float | None = None,
+                    pick: str | None = None) -> dict:
+    """The settings a baseline takes from the command-line options (others are ignored).
+
+    Examples
+    --------
+    >>> method_settings("random", seed=3), method_settings("gvt", gvt_eps=0.05), method_settings("density", seed=3)
+    ({'seed': 3}, {'eps': 0.05}, {})
+    """
+    if name == "random":
+        return {"seed": int(seed)}
+    if name == "gvt":
+        return {k: v for k, v in (("eps", gvt_eps), ("floor", gvt_floor)) if v is not None}
+    if name in ("fifo", "recency") and pick is not None:
+        return {"pick": pick}
+    return {}
+
+
+def _score(pkg: Package, compiled, result, opt: float) -> MethodScore:
+    problem = compiled.problem
+    covered = fully_covered(problem, result.chosen)
+    validity = np.array([u.kind == "validity" for u in pkg.units], dtype=bool)
+    kinds = Counter(pkg.candidates[i].kind for i in result.chosen.tolist())
+    ratio = None if opt <= 0 else float(result.value / opt)
+    return MethodScore(method=result.method, settings=dict(result.settings), value=float(result.value), ratio=ratio,
+                       cost=float(result.cost), budget=float(result.budget), units_covered=int(covered.sum()),
+                       units_total=int(problem.n_units), validity_covered=int((covered & validity).sum()),
+                       validity_total=int(validity.sum()), kinds=dict(sorted(kinds.items())),
+                       wall_time=float(result.wall_time), chosen=compiled.ids(result.chosen))
+
+
+def score_methods(pkg: Package, *, budget=None, budget_frac=None, methods=DEFAULT_METHODS, settings=None,
+                  backend: str | None = "milp-highs", time_limit: float | None = None,
+                  progress=None) -> BaselineReport:
+    """Run ``methods`` on ``pkg`` at one budget and score each against the certified OPT.
+
+    Parameters
+    ----------
+    pkg : Package
+    budget, budget_frac : float, optional
+        As for :func:`memaudit.package.resolve_budget` (default: the package's own budget).
+    methods : sequence of str
+        Registered method names (``kind:<k>`` included).
+    settings : dict, optional
+        ``{method name: {setting: value}}`` passed to each method.
+    backend : str or None
+        Back-end that certifies OPT (bnb finds it); None skips certification.
+    time_limit : float, optional
+        Seconds for each of bnb and the back-end.
+
+    Examples
+    --------
+    >>> from memaudit.package import load_package
+    >>> pkg = load_package("packages_data/examples/quickstart.json")
+    >>> rep = score_methods(pkg, budget_frac=0.25, methods=["density", "gvt"])
+    >>> rep.opt_certified, rep.opt, [(s.method, s.value <= rep.opt) for s in rep.scores]
+    (True, 10.0, [('density', True), ('gvt', True)])
+    """
+    names = parse_methods(methods)
+    settings = settings or {}
+    time_limit = method_time_limit(time_limit)
+    b = resolve_budget(pkg, budget=budget, budget_frac=budget_frac)
+    say = progress or (lambda line: None)
+    say(f"OPT at budget {b:g}: bnb" + (f", certified by {backend}" if backend else "") + "...")
+    report = solve_package(pkg, budget=b, method="bnb", backend=backend, time_limit=time_limit)
+    compiled = report.compiled
+    opt = report.value if report.result.status == "optimal" else max(r.value for r in report.results)
+    scores = []
+    for name in names:
+        say(f"{name}...")
+        started = time.perf_counter()
+        result = run_solver(name, compiled.problem, b, dict(settings.get(name, {})))
+        score = _score(pkg, compiled, result, opt)
+        score.wall_time = time.perf_counter() - started
+        scores.append(score)
+    total = stream_cost(pkg)
+    opt_certified = report.certified or (backend is None and report.result.status == "optimal")
+    return BaselineReport(package_id=pkg.id, budget=b, budget_frac=b / total if total else 0.0, opt=float(opt),
+                          opt_status=report.status, opt_certified=opt_certified,
+                          opt_store=_score(pkg, compiled, report.result, opt), scores=scores)
+
+
+def compare(pkg: Package, budget_fracs, *, methods=DEFAULT_METHODS, settings=None,
+            backend: str | None = "milp-highs", time_limit: float | None = None, progress=None) -> list[dict]:
+    """Every method at every budget fraction: one flat row per (budget, method), OPT rows included.
+
+    Row keys: ``package``, ``budget_frac``, ``budget``, ``method`` (``OPT`` for the optimum),
+    ``value``, ``opt``, ``ratio`` (None when OPT is 0), ``opt_certified``, ``cost``,
+    ``units_covered``, ``units_total``, ``validity_covered``, ``validity_total``, ``wall_time``,
+    and ``kinds`` (``kind:count`` pairs joined by spaces).
+    """
+    fracs = list(budget_fracs)
+    if not fracs:
+        raise MethodError("no budget fraction given: pass e.g. --budget-frac 0.1,0.25,0.5")
+    rows = []
+    say = progress or (lambda line: None)
+    for i, f in enumerate(fracs, 1):
+        say(f"[{i}/{len(fracs)}] budget fraction {f:g}")
+        rep = score_methods(pkg, budget_frac=f, methods=methods, settings=settings, backend=backend,
+                            time_limit=time_limit, progress=progress)
+        for s in [rep.opt_store, *rep.scores]:
+            rows.append({"package": rep.package_id, "budget_frac": float(f), "budget": rep.budget,
+                         "method": "OPT" if s is rep.opt_store else s.method, "value": s.value, "opt": rep.opt,
+                         "ratio": s.ratio, "opt_certified": rep.opt_certified, "cost": s.cost,
+                         "units_covered": s.units_covered, "units_total": s.units_total,
+                         "validity_covered": s.validity_covered, "validity_total": s.validity_total,
+                         "wall_time": s.wall_time, "kinds": " ".join(f"{k}:{n}" for k, n in s.kinds.items())})
+    return rows
+

@@ -1,0 +1,317 @@
+"""Baseline writers, scored against the certified optimum.
+
+Every function here has the method contract ``fn(problem, budget, /, **settings) -> Result``
+and returns status ``heuristic``: a store that is feasible by construction (``make_result``
+re-checks it) and claims no bound.  Value and cost are recomputed by
+:func:`solvers.objective.evaluate`.
+
+Offline baselines see the whole package:
+
+* :func:`density`: static standalone value per cost, the paper's density-only rule;
+* :func:`gvt`: Group Value-Threshold, exact marginal gains against a falling threshold;
+* :func:`random_store`: a seeded random feasible store.
+
+(``greedy``, the cost-benefit greedy, lives in :mod:`solvers.greedy`.)
+
+Online writers see the stream one experience at a time (groups in index order) and
+decide before the next one arrives; their state is the store so far:
+
+* :func:`fifo`: write each experience while it fits;
+* :func:`recency`: write each experience and evict the oldest until the store fits;
+* :func:`kind_writer`: always write the candidate of one kind (``kind:raw``, ``kind:fact``).
+
+What an online writer writes for an experience is chosen by ``pick`` from that
+experience's own candidates: ``verbatim`` (its largest candidate: the raw span, the default),
+``cheapest``, or ``value`` (largest standalone value; this reads the unit weights, which
+come from the future queries, so it is online in the stream but not blind to the queries).
+:func:`online_stores` yields the store after each experience, which is how the tests show
+that no writer looks ahead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import numpy as np
+
+from .objective import evaluate, marginal_gains, rows_entries
+from .problem import Problem
+from .result import Result, check_budget, make_result
+
+__all__ = ["density", "gvt", "random_store", "fifo", "recency", "kind_writer", "online_stores",
+           "standalone_values", "PICKS"]
+
+#: how an online writer chooses one candidate of an arriving experience
+PICKS = ("verbatim", "cheapest", "value")
+
+
+def _slack(budget: float) -> float:
+    # the same round-off allowance as check_budget / is_feasible
+    return 1e-9 * max(1.0, abs(budget))
+
+
+def standalone_values(problem: Problem) -> np.ndarray:
+    """``F({u})`` for every candidate u: its value if it were stored alone.
+
+    Examples
+    --------
+    >>> p = Problem.build([1, 2], [0, 1], [[1, 0.5], [2, 0]], [1.0, 4.0])
+    >>> standalone_values(p).tolist()
+    [3.0, 1.0]
+    """
+    return problem.cached("standalone", lambda: marginal_gains(problem, np.zeros(problem.n_units)))
+
+
+def density(problem: Problem, budget: float, /) -> Result:
+    """Density-only selection: the paper's static value-per-cost heuristic.
+
+    Sorts the candidates by standalone value per cost ``F({u}) / c_u`` (ties: smaller
+    index first) and takes each one that still fits and whose group has nothing yet.
+    Values are never re-scored against what is already stored, so it pays again for
+    units it holds, and a cheap candidate can take the one slot of an experience whose
+    costlier representation carries the validity state.  It can be arbitrarily bad
+    (``memaudit generate density-trap``).  Candidates of standalone value 0 are never taken.
+
+    Examples
+    --------
+    >>> p = Problem.build([1, 4], [0, 0], [[1, 0], [1, 1]], [1.0, 2.0])
+    >>> density(p, 4).chosen.tolist()   # the cheap fact takes the slot of the update
+    [0]
+    """
+    started = time.perf_counter()
+    budget = check_budget(budget)
+    values = standalone_values(problem)
+    ratio = values / problem.costs
+    order = np.lexsort((np.arange(problem.n_candidates), -ratio))
+    chosen, used, remaining = [], np.zeros(problem.n_groups, dtype=bool), budget
+    for u in order:
+        if values[u] <= 0:
+            break
+        g = problem.groups[u]
+        if not used[g] and problem.costs[u] <= remaining + _slack(budget):
+            chosen.append(int(u))
+            used[g] = True
+            remaining -= problem.costs[u]
+    return make_result(problem, budget, method="density", settings={}, chosen=chosen, status="heuristic",
+                       bound=float("inf"), started=started)
+
+
+def _add(problem: Problem, sums: np.ndarray, u: int) -> None:
+    _, pos = rows_entries(problem.coverage.indptr, np.array([u]))
+    np.add.at(sums, problem.coverage.indices[pos], problem.coverage.data[pos])
+
+
+def gvt(problem: Problem, budget: float, /, *, eps: float = 0.1, floor: float = 1e-3,
+        best_single: bool = True) -> Result:
+    """Group Value-Threshold: exact marginal gains against a geometrically falling threshold.
+
+    Let ``d`` be the best standalone density ``F({u}) / c_u`` over candidates that fit.
+    The thresholds are ``d, d(1-eps), d(1-eps)^2, ...`` down to ``floor * d``, then one
+    last pass at the floor.  At each threshold the groups are scanned in stream order;
+    in each group with nothing stored yet, among its candidates that fit the remaining
+    budget and whose *exact* marginal gain per cost clears the threshold, the one with
+    the largest marginal gain is stored (ties: cheaper, then smaller index).  Marginal
+    gains are recomputed against the store so far, so a unit already held is not paid
+    for twice.  With ``best_single`` the result is the better of this store and the
+    best single candidate that fits (the fallback that bounds the loss of any
+    threshold rule on a knapsack).
+
+    Parameters
+    ----------
+    eps : float in (0, 1)
+        Relative step of the threshold schedule (default 0.1: 10 % per step).
+    floor : float in (0, 1]
+        Lowest threshold, as a fraction of the first one (default 1e-3).
+    best_single : bool
+        Compare with the best single candidate (default True).
+
+    Examples
+    --------
+    >>> p = Problem.build([1, 2, 2], [0, 1, 2], [[1, 0], [1, 0], [0, 1]], [1.0, 1.0])
+    >>> gvt(p, 3).chosen.tolist()   # the second copy of unit 0 gains nothing
+    [0, 2]
+    """
+    started = time.perf_counter()
+    budget = check_budget(budget)
+    if not (0 < eps < 1):
+        raise ValueError(f"gvt: eps must lie in (0, 1); got {eps!r}")
+    if not (0 < floor <= 1):
+        raise ValueError(f"gvt: floor must lie in (0, 1]; got {floor!r}")
+    settings = {"eps": float(eps), "floor": float(floor), "best_single": bool(best_single)}
+    values = standalone_values(problem)
+    fits = np.flatnonzero((problem.costs <= budget + _slack(budget)) & (values > 0))
+    chosen: list[int] = []
+    thresholds = 0
+    if fits.size:
+        d = float(np.max(values[fits] / problem.costs[fits]))
+        members = problem.group_members()
+        used = np.zeros(problem.n_groups, dtype=bool)
+        sums = np.zeros(problem.n_units)
+        remaining = budget
+        tau, last = d, floor * d
+        while True:
+            thresholds += 1
+            for g in range(problem.n_groups):
+                if used[g]:
+                    continue
+                cand = members[g][problem.costs[members[g]] <= remaining + _slack(budget)]
+                if cand.size == 0:
+                    continue
+                gains = marginal_gains(problem, sums, cand)
+                ok = (gains > 0) & (gains >= tau * problem.costs[cand] * (1 - 1e-12))
+                if not ok.any():
+                    continue
+                cand, gains = cand[ok], gains[ok]
+                u = int(cand[np.lexsort((cand, problem.costs[cand], -gains))[0]])
+                chosen.append(u)
+                used[g] = True
+                remaining -= problem.costs[u]
+                _add(problem, sums, u)
+            if tau <= last:
+                break
+            tau = max(tau * (1 - eps), last)
+        if best_single:
+            u = int(fits[np.lexsort((fits, problem.costs[fits], -values[fits]))[0]])
+            if values[u] > evaluate(problem, chosen):
+                chosen = [u]
+    return make_result(problem, budget, method="gvt", settings=settings, chosen=sorted(chosen),
+                       status="heuristic", bound=float("inf"), started=started,
+                       stats={"thresholds": thresholds})
+
+
+def random_store(problem: Problem, budget: float, /, *, seed: int = 0) -> Result:
+    """A seeded random feasible store.
+
+    Visits the groups in a random order and, for each, one of its candidates drawn
+    uniformly; stores it if it fits.  The same seed gives the same store.
+
+    Examples
+    --------
+    >>> from solvers.random_problems import random_problem
+    >>> p = random_problem(30, seed=2)
+    >>> random_store(p, 100, seed=7).chosen.tolist() == random_store(p, 100, seed=7).chosen.tolist()
+    True
+    """
+    started = time.perf_counter()
+    budget = check_budget(budget)
+    rng = np.random.default_rng(seed)
+    members = problem.group_members()
+    chosen, remaining = [], budget
+    for g in rng.permutation(problem.n_groups):
+        if members[g].size == 0:
+            continue
+        u = int(members[g][rng.integers(members[g].size)])
+        if problem.costs[u] <= remaining + _slack(budget):
+            chosen.append(u)
+            remaining -= problem.costs[u]
+    return make_result(problem, budget, method="random", settings={"seed": int(seed)}, chosen=sorted(chosen),
+                       status="heuristic", bound=float("inf"), started=started)
+
+
+# -- online writers ------------------------------------------------------------
+
+def _pick(problem: Problem, members: np.ndarray, pick: str) -> int | None:
+    """The candidate an online writer writes for one experience, from that experience alone."""
+    if members.size == 0:
+        return None
+    costs = problem.costs[members]
+    if pick == "verbatim":
+        return int(members[np.lexsort((members, -costs))[0]])
+    if pick == "cheapest":
+        return int(members[np.lexsort((members, costs))[0]])
+    values = marginal_gains(problem, np.zeros(problem.n_units), members)
+    return int(members[np.lexsort((members, costs, -values))[0]])
+
+
+def _check_pick(pick: str) -> str:
+    if pick not in PICKS:
+        raise ValueError(f"pick must be one of {', '.join(PICKS)}; got {pick!r}")
+    return pick
+
+
+def online_stores(problem: Problem, budget: float, policy: str, *, pick: str = "verbatim", kind: str | None = None):
+    """Run an online writer and yield its store (sorted list) after each experience.
+
+    ``policy`` is ``fifo``, ``recency`` or ``kind``.  The writer's decision for group
+    g reads only group g's candidates (and, for ``pick="value"``, the unit weights)
+    and the store it already holds, never a later group: so the first t stores are
+    the same for any two streams that agree on their first t experiences.
+    """
+    budget = check_budget(budget)
+    _check_pick(pick)
+    if policy == "kind" and problem.kinds is None:
+        raise ValueError(f"kind:{kind} needs candidate kinds, and this problem has none "
+                         "(packages always have them; build a Problem with kinds=...)")
+    members = problem.group_members()
+    store: deque[int] = deque()
+    held = 0.0
+    for g in range(problem.n_groups):
+        if policy == "kind":
+            own = [int(u) for u in members[g] if problem.kinds[u] == kind]
+            u = own[0] if own else None
+        else:
+            u = _pick(problem, members[g], pick)
+        if u is not None and problem.costs[u] <= budget + _slack(budget):
+            if policy == "recency":
+                store.append(u)
+                held += problem.costs[u]
+                while held > budget + _slack(budget):
+                    held -= problem.costs[store.popleft()]
+            elif held + problem.costs[u] <= budget + _slack(budget):
+                store.append(u)
+                held += problem.costs[u]
+        yield sorted(store)
+
+
+def _online(name: str, policy: str, problem: Problem, budget: float, settings: dict, **kw) -> Result:
+    started = time.perf_counter()
+    budget = check_budget(budget)
+    store: list[int] = []
+    for store in online_stores(problem, budget, policy, **kw):
+        pass
+    return make_result(problem, budget, method=name, settings=settings, chosen=store, status="heuristic",
+                       bound=float("inf"), started=started)
+
+
+def fifo(problem: Problem, budget: float, /, *, pick: str = "verbatim") -> Result:
+    """Online, keep-until-full: write each arriving experience if it still fits.
+
+    For each experience in stream order the writer takes one candidate (``pick``, default
+    ``verbatim``: the largest, i.e. the raw span) and stores it if the store has room;
+    otherwise that experience is dropped and writing goes on with the next one.
+    Nothing stored is ever removed.
+
+    Examples
+    --------
+    >>> p = Problem.build([3, 1, 2, 2], [0, 0, 1, 2], [[1, 0], [1, 0], [0, 1], [0, 1]], [1.0, 1.0])
+    >>> fifo(p, 5).chosen.tolist()
+    [0, 2]
+    """
+    return _online("fifo", "fifo", problem, budget, {"pick": _check_pick(pick)}, pick=pick)
+
+
+def recency(problem: Problem, budget: float, /, *, pick: str = "verbatim") -> Result:
+    """Online, keep-newest: write every arriving experience, evicting the oldest until it fits.
+
+    A candidate larger than the whole budget is never written.  The final store is the
+    longest run of the latest experiences' picks that fits.
+
+    Examples
+    --------
+    >>> p = Problem.build([3, 1, 2, 2], [0, 0, 1, 2], [[1, 0], [1, 0], [0, 1], [0, 1]], [1.0, 1.0])
+    >>> recency(p, 5).chosen.tolist()
+    [2, 3]
+    """
+    return _online("recency", "recency", problem, budget, {"pick": _check_pick(pick)}, pick=pick)
+
+
+def kind_writer(problem: Problem, budget: float, /, *, kind: str) -> Result:
+    """Online, one kind always: write each experience's candidate of kind ``kind`` while it fits.
+
+    Registered as ``kind:<k>`` (``kind:raw``, ``kind:fact``, ...).  An experience with no
+    candidate of that kind is not written; one that does not fit is dropped (as in
+    :func:`fifo`).  Needs ``problem.kinds``.  When a group has several candidates of the
+    kind, the first is written.
+    """
+    return _online(f"kind:{kind}", "kind", problem, budget, {"kind": kind}, kind=kind)
