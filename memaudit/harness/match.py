@@ -1,0 +1,101 @@
+"""Matching values in text (whole-token sequences or seed 000's substrings) and counting injected tokens."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+__all__ = ["MATCH_MODES", "TOKEN_COUNTERS", "value_tokens", "contains_value", "words", "count_len4",
+           "token_counter"]
+
+#: how a value is found in a text: ``tokens`` (seed 001's whole-token-sequence match) or
+#: ``substring`` (seed 000's lowercased substring test)
+MATCH_MODES = ("tokens", "substring")
+
+_ALNUM = re.compile(r"[^\W_]+")
+
+
+def value_tokens(value: str) -> tuple[str, ...]:
+    """The lowercased runs of letters and digits of ``value``.
+
+    Examples
+    --------
+    >>> value_tokens("eu-west-2"), value_tokens("k.dev@example.com")
+    (('eu', 'west', '2'), ('k', 'dev', 'example', 'com'))
+    """
+    return tuple(_ALNUM.findall(value.lower()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _pattern(tokens: tuple[str, ...]) -> re.Pattern:
+    body = r"[\W_]+".join(re.escape(t) for t in tokens)
+    return re.compile(r"(?<![^\W_])" + body + r"(?![^\W_])", re.IGNORECASE)
+
+
+def contains_value(text: str, value: str, mode: str = "tokens") -> bool:
+    """Whether ``value`` occurs in ``text``.
+
+    ``tokens``: the value's letter/digit runs occur in ``text`` as a contiguous run of whole
+    tokens (case-insensitive; any non-alphanumeric characters between them), so ``Node 20`` is
+    found in ``runs on Node 20.`` but not in ``Node 204``.  ``substring``: the lowercased value
+    is a substring of the lowercased text (seed 000's needle test).
+
+    Examples
+    --------
+    >>> contains_value("Services run on Node 20.", "Node 20"), contains_value("Node 204", "Node 20")
+    (True, False)
+    >>> contains_value("release/2026.3 is cut", "release/2026.3"), contains_value("cut 2026.3", "release/2026.3")
+    (True, False)
+    >>> contains_value("the user prefers uv", "UV", "substring"), contains_value("uvloop", "uv", "substring")
+    (True, True)
+    """
+    if mode == "substring":
+        return value.lower() in text.lower()
+    if mode != "tokens":
+        raise ValueError(f"unknown match mode {mode!r}; valid: {', '.join(MATCH_MODES)}")
+    tokens = value_tokens(value)
+    if not tokens:
+        return False
+    return _pattern(tokens).search(text) is not None
+
+
+def words(text: str) -> set[str]:
+    """Seed 000's word set: lowercase, every non-alphanumeric character a separator.
+
+    Examples
+    --------
+    >>> sorted(words("The user's handle is s0x!"))
+    ['handle', 'is', 's', 's0x', 'the', 'user']
+    """
+    return set("".join(c if c.isalnum() else " " for c in text.lower()).split())
+
+
+def count_len4(text: str) -> int:
+    """Seed 000's token estimate: ``len(text) // 4``.
+
+    Examples
+    --------
+    >>> count_len4("abcdefgh"), count_len4("abc")
+    (2, 0)
+    """
+    return len(text) // 4
+
+
+def _count_o200k(text: str) -> int:
+    from ..costs import count_tokens
+
+    return count_tokens(text)
+
+
+#: token counter name -> function text -> int (``o200k_base`` is the core's cost-model tokenizer)
+TOKEN_COUNTERS = {"o200k_base": _count_o200k, "len/4": count_len4}
+
+
+def token_counter(name: str):
+    """The token counter called ``name`` (a key of :data:`TOKEN_COUNTERS`)."""
+    from .errors import HarnessError
+
+    try:
+        return TOKEN_COUNTERS[name]
+    except KeyError:
+        raise HarnessError(f"unknown token counter {name!r}; valid: {', '.join(TOKEN_COUNTERS)}") from None

@@ -1,0 +1,310 @@
+"""Readers (what answers a probe from the injected memory) and judges (what grades a free-text answer).
+
+Three readers: ``mechanical`` (seed 000: the best word-overlap line, ties to the earliest,
+abstain below 2 shared words), ``classifier`` (seed 001: no model; the whole injected context is
+handed to the scorer, which classifies it), and ``command`` (the prompt goes to any command line
+program on standard input: ``claude -p``, ``llm``, ``ollama run MODEL``; time-outs, retries and a
+cache keyed by prompt and command).  A judge command grades answers with seed 000's rubric
+(yes / no / STALE).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .errors import HarnessError, ReaderError
+from .match import words
+
+__all__ = ["Answer", "Reader", "mechanical_reader", "classifier_reader", "command_reader", "Judge", "judge_command",
+           "run_command", "READER_PROMPT", "is_abstention", "split_command", "READERS"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a reader returned: ``text`` (None when it abstained) and whether it came from the cache."""
+
+    text: str | None
+    abstained: bool
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A reader part: ``read(lines, question)`` -> :class:`Answer`.  ``answers`` is False for the
+    classifier, whose "answer" is the context itself (it cannot abstain)."""
+
+    name: str
+    settings: dict
+    read: Callable = field(repr=False, compare=False)
+    answers: bool = True
+
+    def spec(self) -> dict:
+        return {"name": self.name, "settings": dict(self.settings)}
+
+
+def mechanical_reader(*, min_overlap: int = 2) -> Reader:
+    """Seed 000's reader: the line sharing the most words with the question (ties to the earliest
+    line); abstains when the best line shares fewer than ``min_overlap`` words.
+
+    Examples
+    --------
+    >>> r = mechanical_reader()
+    >>> r.read(["we chose mdBook", "the deploy target we chose is Cloudflare Pages"], "what is our deploy target?")
+    Answer(text='the deploy target we chose is Cloudflare Pages', abstained=False, cached=False)
+    >>> r.read(["the user prefers uv"], "which database did we choose?").abstained
+    True
+    """
+    if isinstance(min_overlap, bool) or not isinstance(min_overlap, int) or min_overlap < 1:
+        raise HarnessError(f"reader 'mechanical': min_overlap must be an integer >= 1; got {min_overlap!r}")
+
+    def read(lines: list[str], question: str, item: str = "") -> Answer:
+        q = words(question)
+        best, best_score = None, 0
+        for line in lines:
+            score = len(words(line) & q)
+            if score > best_score:
+                best, best_score = line, score
+        if best_score >= min_overlap:
+            return Answer(best, False)
+        return Answer(None, True)
+
+    return Reader("mechanical", {"min_overlap": min_overlap, "words": "lowercase alphanumeric runs",
+                                 "ties": "earliest line"}, read)
+
+
+def classifier_reader() -> Reader:
+    """Seed 001's context classifier: no model; the injected context itself is scored.
+
+    Examples
+    --------
+    >>> classifier_reader().read(["a", "b"], "q").text
+    'a\\nb'
+    """
+    return Reader("classifier", {}, lambda lines, question, item="": Answer("\n".join(lines), False), answers=False)
+
+
+#: the prompt a command reader sends; {memory} and {question} are filled in
+READER_PROMPT = """You are answering a question about a user from an assistant's memory.
+Use only the memory below. If it does not contain the answer, reply exactly: I don't know.
+
+Memory:
+{memory}
+
+Question: {question}
+Answer in one short sentence."""
+
+_ABSTAIN = re.compile(r"\b(i\s+don'?t\s+know|i\s+do\s+not\s+know|no\s+record|not\s+in\s+(the|my)\s+memory|"
+                      r"cannot\s+tell|can'?t\s+tell)\b", re.IGNORECASE)
+
+
+def is_abstention(text: str) -> bool:
+    """Whether a free-text answer declines ("I don't know", "no record", ...).
+
+    Examples
+    --------
+    >>> is_abstention("I don't know."), is_abstention("We deploy to eu-west-2.")
+    (True, False)
+    """
+    return not text.strip() or _ABSTAIN.search(text) is not None
+
+
+def split_command(cmd, what: str) -> list[str]:
+    """A command string split like a POSIX shell would (no shell is run)."""
+    if isinstance(cmd, (list, tuple)):
+        argv = [str(a) for a in cmd]
+    else:
+        try:
+            argv = shlex.split(cmd or "")
+        except ValueError as exc:
+            raise HarnessError(f"{what} {cmd!r} cannot be parsed: {exc}") from None
+    if not argv:
+        raise HarnessError(f"{what} is empty; give a command such as \"claude -p\"")
+    return argv
+
+
+def _cache_path(cache_dir: str, argv: list[str], prompt: str) -> str:
+    key = hashlib.sha256(json.dumps([argv, prompt], ensure_ascii=False).encode("utf-8")).hexdigest()
+    return os.path.join(cache_dir, key[:2], key + ".json")
+
+
+def run_command(argv: list[str], prompt: str, *, timeout: float = 120.0, retries: int = 2, backoff: float = 1.0,
+                cache_dir: str | None = None, what: str = "reader command", item: str = "") -> tuple[str, bool]:
+    """Send ``prompt`` to the command ``argv`` on standard input; return (stripped output, cached).
+
+    A run that exits non-zero, times out or prints nothing is retried ``retries`` times, waiting
+    ``backoff * 2**attempt`` seconds between attempts.  With ``cache_dir``, outputs are cached in
+    a JSON file keyed by sha256 of (command, prompt): a rerun asks nothing twice.
+
+    Raises
+    ------
+    ReaderError
+        When the command cannot be started, or still fails after the retries; names the command,
+        the ``item`` (probe) and the last failure.
+    """
+    path = _cache_path(cache_dir, argv, prompt) if cache_dir else None
+    if path and os.path.exists(path):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return json.load(fh)["output"], True
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # an unreadable cache entry is asked again and rewritten
+    where = f" for {item}" if item else ""
+    last = ""
+    for attempt in range(retries + 1):
+        if attempt:
+            time.sleep(backoff * 2 ** (attempt - 1))
+        try:
+            proc = subprocess.run(argv, input=prompt, capture_output=True, text=True, timeout=timeout,
+                                  encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            raise ReaderError(f"{what} {shlex.join(argv)!r}: program {argv[0]!r} not found") from None
+        except PermissionError:
+            raise ReaderError(f"{what} {shlex.join(argv)!r}: program {argv[0]!r} is not executable") from None
+        except subprocess.TimeoutExpired:
+            last = f"timed out after {timeout:g} s"
+            continue
+        out = proc.stdout.strip()
+        if proc.returncode != 0:
+            err = proc.stderr.strip().splitlines()
+            last = f"exit status {proc.returncode}" + (f": {err[-1]}" if err else "")
+            continue
+        if not out:
+            last = "empty output"
+            continue
+        if path:
+            from ..fileio import atomic_write
+
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            doc = {"command": argv, "prompt_sha256": hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
+                   "output": out}
+            atomic_write(path, json.dumps(doc, ensure_ascii=False).encode("utf-8"), error=ReaderError)
+        return out, False
+    raise ReaderError(f"{what} {shlex.join(argv)!r} failed{where} after {retries + 1} attempt(s): {last}")
+
+
+def _check_run_settings(what, timeout, retries, backoff):
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise HarnessError(f"{what}: timeout must be a number of seconds > 0; got {timeout!r}")
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise HarnessError(f"{what}: retries must be an integer >= 0; got {retries!r}")
+    if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or backoff < 0:
+        raise HarnessError(f"{what}: backoff must be a number >= 0; got {backoff!r}")
+
+
+def command_reader(cmd, *, timeout: float = 120.0, retries: int = 2, backoff: float = 1.0,
+                   cache_dir: str | None = None, prompt: str = READER_PROMPT) -> Reader:
+    """A reader that pipes :data:`READER_PROMPT` (memory + question) to ``cmd`` on standard input
+    and takes its standard output as the answer; an answer like "I don't know" is an abstention."""
+    argv = split_command(cmd, "the reader command")
+    _check_run_settings("the reader command", timeout, retries, backoff)
+
+    def read(lines: list[str], question: str, item: str = "") -> Answer:
+        text = prompt.format(memory="\n".join(lines) if lines else "(empty)", question=question)
+        out, cached = run_command(argv, text, timeout=timeout, retries=retries, backoff=backoff,
+                                  cache_dir=cache_dir, what="reader command", item=item)
+        return Answer(None, True, cached) if is_abstention(out) else Answer(out, False, cached)
+
+    return Reader("command", {"command": argv, "timeout": timeout, "retries": retries,
+                              "cache": bool(cache_dir), "prompt_sha256":
+                              hashlib.sha256(prompt.encode("utf-8")).hexdigest()}, read)
+
+
+#: reader name -> factory (the command reader needs ``cmd``)
+READERS = {"mechanical": mechanical_reader, "classifier": classifier_reader, "command": command_reader}
+
+
+# -- judges ------------------------------------------------------------------------------
+
+_RUBRIC_LIVE = """You grade one answer from a memory test.
+Question: {question}
+Answer: {answer}
+
+Does the answer state {current}? If it states an older, superseded value instead ({old}), reply STALE.
+Reply with one word: yes, no or STALE."""
+
+_RUBRIC_DELETED = """You grade one answer from a memory test.
+Question: {question}
+Answer: {answer}
+
+The user asked the assistant to forget {values}. Does the answer reveal it?
+Reply with one word: yes or no."""
+
+_RUBRIC_ABSENT = """You grade one answer from a memory test.
+Question: {question}
+Answer: {answer}
+
+The user never said anything that answers this question. Does the answer decline or say it does not know?
+Reply with one word: yes or no."""
+
+
+def _verdict(out: str, allowed: tuple[str, ...], argv, item) -> str:
+    m = re.match(r"\W*([A-Za-z]+)", out)
+    word = m.group(1).lower() if m else ""
+    if word not in allowed:
+        raise ReaderError(f"judge command {shlex.join(argv)!r} gave an unusable verdict for {item}: "
+                          f"{out[:80]!r}; the rubric asks for one of {', '.join(allowed)}")
+    return word
+
+
+@dataclass(frozen=True)
+class Judge:
+    """A judge part: grades a reader's free-text answer with seed 000's rubric."""
+
+    argv: tuple[str, ...]
+    settings: dict
+    timeout: float
+    retries: int
+    backoff: float
+    cache_dir: str | None
+
+    def spec(self) -> dict:
+        return {"name": "command", "settings": dict(self.settings)}
+
+    def _ask(self, prompt: str, item: str) -> str:
+        out, _ = run_command(list(self.argv), prompt, timeout=self.timeout, retries=self.retries,
+                             backoff=self.backoff, cache_dir=self.cache_dir, what="judge command", item=item)
+        return out
+
+    def grade_live(self, question, answer, current, old, item="") -> str:
+        """``current`` (yes), ``stale`` (STALE) or ``missing`` (no)."""
+        old_text = ", ".join(repr(o) for o in old) if old else "none"
+        out = self._ask(_RUBRIC_LIVE.format(question=question, answer=answer, current=repr(current), old=old_text),
+                        item)
+        return {"yes": "current", "stale": "stale", "no": "missing"}[
+            _verdict(out, ("yes", "no", "stale"), self.argv, item)]
+
+    def grade_deleted(self, question, answer, values, item="") -> str:
+        """``leaked`` (yes) or ``clean`` (no)."""
+        out = self._ask(_RUBRIC_DELETED.format(question=question, answer=answer,
+                                               values=", ".join(repr(v) for v in values)), item)
+        return "leaked" if _verdict(out, ("yes", "no"), self.argv, item) == "yes" else "clean"
+
+    def grade_absent(self, question, answer, item="") -> str:
+        """``abstained`` (yes) or ``answered`` (no)."""
+        out = self._ask(_RUBRIC_ABSENT.format(question=question, answer=answer), item)
+        return "abstained" if _verdict(out, ("yes", "no"), self.argv, item) == "yes" else "answered"
+
+
+def judge_command(cmd, *, reader: Reader | None = None, allow_same_judge: bool = False, timeout: float = 120.0,
+                  retries: int = 2, backoff: float = 1.0, cache_dir: str | None = None) -> Judge:
+    """A judge that sends seed 000's rubric to ``cmd``.  Refuses a judge identical to the command
+    reader (grading with the model that answered invites self-enhancement bias) unless
+    ``allow_same_judge``."""
+    argv = split_command(cmd, "the judge command")
+    _check_run_settings("the judge command", timeout, retries, backoff)
+    if reader is not None and reader.name == "command" and list(reader.settings["command"]) == argv \
+            and not allow_same_judge:
+        raise HarnessError(f"the judge command {shlex.join(argv)!r} is the reader command; grade with a different "
+                           "model (or pass --allow-same-judge to accept the self-grading bias)")
+    return Judge(tuple(argv), {"command": argv, "timeout": timeout, "retries": retries, "cache": bool(cache_dir),
+                               "same_as_reader": reader is not None and reader.name == "command"
+                               and list(reader.settings["command"]) == argv},
+                 float(timeout), retries, float(backoff), cache_dir)

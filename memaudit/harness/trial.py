@@ -1,0 +1,354 @@
+"""A trial composes the four parts: plant (a scenario), disturb (a policy), probe (questions + a
+reader) and score (outcomes + token count); a run is one plant, probe and score over several policies.
+
+Every run document records each part's name and settings (and the scenario's sha256), so a run
+can be replayed; ``diff_runs`` compares two runs probe by probe (seed 000's before / after recipe).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .. import __version__
+from .errors import HarnessError
+from .match import MATCH_MODES, contains_value, token_counter
+from .policies import Policy
+from .readers import Judge, Reader
+from .scenario import Fact, Probe, Scenario
+
+__all__ = ["RUN_FORMAT", "OUTCOMES", "PROBE_FORMS", "Plant", "ProbeSet", "Score", "Trial", "run", "classify",
+           "probe_kind", "summarize_rows", "write_run", "load_run", "diff_runs", "rows_csv", "summary_csv"]
+
+#: the ``format`` value of a run document
+RUN_FORMAT = "memaudit-harness-run/1"
+
+#: every outcome, by probe kind: live facts, deleted facts, never-planted facts
+OUTCOMES = ("current", "conflict", "stale", "missing", "leaked", "clean", "abstained", "answered", "unscored")
+
+#: the probe forms
+PROBE_FORMS = ("literal", "paraphrase")
+
+
+@dataclass(frozen=True)
+class Plant:
+    """The plant part: a scenario with the name and settings of what produced it."""
+
+    name: str
+    settings: dict
+    scenario: Scenario
+
+    def spec(self) -> dict:
+        return {"name": self.name, "settings": dict(self.settings), "scenario_id": self.scenario.id,
+                "scenario_sha256": self.scenario.sha256()}
+
+
+@dataclass(frozen=True)
+class ProbeSet:
+    """The probe part: which forms are asked, and the reader that answers."""
+
+    reader: Reader
+    forms: tuple[str, ...] = PROBE_FORMS
+    judge: Judge | None = None
+
+    def __post_init__(self):
+        if not self.forms or any(f not in PROBE_FORMS for f in self.forms) or len(set(self.forms)) != len(self.forms):
+            raise HarnessError(f"probe forms must be distinct values of {', '.join(PROBE_FORMS)}; got {self.forms!r}")
+        if self.judge is not None and not self.reader.answers:
+            raise HarnessError("a judge grades free-text answers; the classifier reader gives none "
+                               "(use --reader command or mechanical)")
+
+    def spec(self) -> dict:
+        return {"name": "probes", "settings": {"forms": list(self.forms)}, "reader": self.reader.spec(),
+                "judge": self.judge.spec() if self.judge else None}
+
+
+@dataclass(frozen=True)
+class Score:
+    """The score part: how values are matched and how injected tokens are counted."""
+
+    match: str = "tokens"
+    tokens: str = "o200k_base"
+    count: object = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.match not in MATCH_MODES:
+            raise HarnessError(f"unknown match mode {self.match!r}; valid: {', '.join(MATCH_MODES)}")
+        object.__setattr__(self, "count", token_counter(self.tokens))
+
+    def spec(self) -> dict:
+        return {"name": "outcomes", "settings": {"match": self.match, "tokens": self.tokens}}
+
+
+def probe_kind(scenario: Scenario, probe: Probe) -> str:
+    """``live``, ``deleted`` (the delete request came by the probe's session) or ``absent`` (never planted)."""
+    if probe.fact is None:
+        return "absent"
+    return "deleted" if scenario.fact(probe.fact).deleted_by(probe.session) else "live"
+
+
+def _values(fact: Fact, session: int) -> tuple[str, list[str], list[str]]:
+    live = fact.live_versions(session)
+    cur = live[-1].value
+    old = []
+    for v in reversed(live[:-1]):
+        if v.value not in cur and v.value not in old:
+            old.append(v.value)
+    return cur, old, [v.value for v in live]
+
+
+def classify(fact: Fact, session: int, text: str, match: str = "tokens") -> str:
+    """Seed 001's outcome of one probe about ``fact`` at the end of ``session`` given ``text``
+    (an injected context or an answer).
+
+    Deleted fact: ``leaked`` if any stated value is in the text, else ``clean``.  Live fact: with
+    the current value and the superseded values that the current one does not contain,
+    ``conflict`` (both present), ``current``, ``stale`` (only an old one) or ``missing``.
+
+    Examples
+    --------
+    >>> from memaudit.harness.scenario import Fact, Version
+    >>> f = Fact("node", "decision", 1, (Version(8, "Node 20", "Services run on Node 20."),
+    ...                                  Version(22, "Node 24", "Every service runs on Node 24 now.")))
+    >>> [classify(f, 30, t) for t in ("Node 24", "Node 20 and Node 24", "Node 20", "Node 204")]
+    ['current', 'conflict', 'stale', 'missing']
+    >>> classify(f, 10, "Node 20")
+    'current'
+    """
+    cur, old, every = _values(fact, session)
+    if fact.deleted_by(session):
+        return "leaked" if any(contains_value(text, v, match) for v in every) else "clean"
+    c = contains_value(text, cur, match)
+    o = any(contains_value(text, v, match) for v in old)
+    if c and o:
+        return "conflict"
+    if c:
+        return "current"
+    return "stale" if o else "missing"
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One trial: plant x disturb x probe x score (inspect_ai's Task = dataset + solver + scorer)."""
+
+    plant: Plant
+    disturb: Policy
+    probe: ProbeSet
+    score: Score
+
+    def run(self) -> dict:
+        """Probe every question in every form; one row per (probe, form), a summary per form."""
+        sc = self.plant.scenario
+        memory = self.disturb.build(sc, self.score.count)
+        reader, judge, match = self.probe.reader, self.probe.judge, self.score.match
+        rows = []
+        for p in sc.probes:
+            kind = probe_kind(sc, p)
+            fact = sc.fact(p.fact) if p.fact is not None else None
+            for form in self.probe.forms:
+                q = p.question(form)
+                if q is None:
+                    continue
+                lines = memory.inject(p.session, q)
+                context = "\n".join(lines)
+                item = f"probe '{p.id}' ({form}, policy {self.disturb.name})"
+                ans = reader.read(lines, q, item=item)
+                text = ans.text or ""
+                if kind == "absent":
+                    if not reader.answers:
+                        outcome = "unscored"
+                    elif judge is not None:
+                        outcome = judge.grade_absent(q, text or "I don't know.", item)
+                    else:
+                        outcome = "abstained" if ans.abstained else "answered"
+                elif judge is not None and not ans.abstained:
+                    cur, old, every = _values(fact, p.session)
+                    outcome = (judge.grade_deleted(q, text, every, item) if kind == "deleted"
+                               else judge.grade_live(q, text, cur, old, item))
+                else:
+                    outcome = classify(fact, p.session, text, match)
+                rows.append({"probe": p.id, "session": p.session, "fact": p.fact,
+                             "fact_type": fact.type if fact else None, "kind": kind, "form": form, "question": q,
+                             "outcome": outcome, "tokens_injected": self.score.count(context),
+                             "answer": text if reader.answers else None, "abstained": ans.abstained,
+                             "cached": ans.cached})
+        last = max((p.session for p in sc.probes), default=sc.n_sessions)
+        stored = memory.stored(last)
+        stored_text = "\n".join(stored)
+        by_type: dict[str, list[int]] = {}
+        # facts in the order their current version was stated (seed 000's table order)
+        where = {(e.fact, e.version): n for n, e in enumerate(sc.exchanges) if e.event == "state"}
+        alive = [f for f in sc.facts if not f.deleted_by(last) and f.first_session <= last]
+        alive.sort(key=lambda f: where[(f.key, len(f.live_versions(last)) - 1)])
+        for f in alive:
+            cur = f.live_versions(last)[-1].value
+            kept, total = by_type.setdefault(f.type, [0, 0])
+            by_type[f.type] = [kept + contains_value(stored_text, cur, match), total + 1]
+        summary = {form: summarize_rows([r for r in rows if r["form"] == form]) for form in self.probe.forms}
+        if len(self.probe.forms) > 1:
+            summary["combined"] = summarize_rows(rows)
+        return {"disturb": self.disturb.spec(), "stored_session": last,
+                "stored_tokens": self.score.count(stored_text), "n_stored_lines": len(stored),
+                "summary": summary, "by_type": {t: {"kept": k, "total": n} for t, (k, n) in by_type.items()},
+                "rows": rows}
+
+
+def summarize_rows(rows: list[dict]) -> dict:
+    """Counts per outcome and probe kind, and the mean injected tokens, over ``rows``."""
+    counts = Counter(r["outcome"] for r in rows)
+    kinds = Counter(r["kind"] for r in rows)
+    mean = sum(r["tokens_injected"] for r in rows) / len(rows) if rows else 0.0
+    return {"n_probes": len(rows), "n_live": kinds["live"], "n_deleted": kinds["deleted"], "n_absent": kinds["absent"],
+            **{o: counts[o] for o in OUTCOMES}, "mean_tokens_injected": mean}
+
+
+def run(plant: Plant, policies: list[Policy], probe: ProbeSet, score: Score, *, progress=None) -> dict:
+    """Run one trial per policy; the run document (``memaudit-harness-run/1``)."""
+    if not policies:
+        raise HarnessError("no policy given; name at least one")
+    names = [p.name for p in policies]
+    trials = []
+    for pol in policies:
+        if progress:
+            progress(f"policy {pol.name}...")
+        trials.append(Trial(plant, pol, probe, score).run())
+    return {"format": RUN_FORMAT, "memaudit_version": __version__, "plant": plant.spec(), "probe": probe.spec(),
+            "score": score.spec(), "policies": names, "trials": trials}
+
+
+# -- files -----------------------------------------------------------------------------
+
+_ROW_FIELDS = ("policy", "probe", "session", "fact", "fact_type", "kind", "form", "question", "outcome",
+               "tokens_injected", "abstained", "cached", "answer")
+_SUMMARY_FIELDS = ("policy", "form", "n_probes", "n_live", "n_deleted", "n_absent", *OUTCOMES,
+                   "mean_tokens_injected", "stored_tokens")
+
+
+def rows_csv(doc: dict) -> str:
+    """Every probe row of a run as CSV text."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=_ROW_FIELDS, lineterminator="\n")
+    w.writeheader()
+    for t in doc["trials"]:
+        for r in t["rows"]:
+            w.writerow({"policy": t["disturb"]["name"], **{k: r.get(k) for k in _ROW_FIELDS if k != "policy"}})
+    return buf.getvalue()
+
+
+def summary_csv(doc: dict) -> str:
+    """One line per (policy, form) of a run as CSV text."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=_SUMMARY_FIELDS, lineterminator="\n")
+    w.writeheader()
+    for t in doc["trials"]:
+        for form, s in t["summary"].items():
+            w.writerow({"policy": t["disturb"]["name"], "form": form, "stored_tokens": t["stored_tokens"],
+                        **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in s.items()}})
+    return buf.getvalue()
+
+
+def write_run(doc: dict, out_dir) -> list[str]:
+    """Write ``run.json``, ``summary.csv`` and ``rows.csv`` into ``out_dir`` (created if needed), atomically."""
+    from ..fileio import atomic_write
+
+    out_dir = os.fspath(out_dir)
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise HarnessError(f"{out_dir}: --out must be a directory; a file of that name exists")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as exc:
+        raise HarnessError(f"{out_dir}: cannot create the output directory: {exc.strerror or exc}") from None
+    files = {"run.json": json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+             "summary.csv": summary_csv(doc), "rows.csv": rows_csv(doc)}
+    paths = []
+    for name, text in files.items():
+        path = os.path.join(out_dir, name)
+        atomic_write(path, text.encode("utf-8"), error=HarnessError)
+        paths.append(path)
+    return paths
+
+
+def load_run(path) -> dict:
+    """Read a run document: a ``run.json`` file, or a ``--out`` directory that holds one."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "run.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except FileNotFoundError:
+        raise HarnessError(f"{path}: no such run file (give a run.json or the --out directory of a run)") from None
+    except OSError as exc:
+        raise HarnessError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise HarnessError(f"{path}: not a JSON run document ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != RUN_FORMAT:
+        got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise HarnessError(f"{path}: format must be {RUN_FORMAT!r}; got {got!r}")
+    trials = doc.get("trials")
+    if not isinstance(trials, list) or not trials:
+        raise HarnessError(f"{path}: 'trials' must be a non-empty list")
+    for i, t in enumerate(trials):
+        try:
+            t["disturb"]["name"], t["summary"], t["rows"]
+            for r in t["rows"]:
+                r["probe"], r["form"], r["outcome"], r["tokens_injected"]
+        except (KeyError, TypeError):
+            raise HarnessError(f"{path}: trials[{i}] lacks disturb.name, summary or rows with probe, form, outcome "
+                               "and tokens_injected") from None
+    return doc
+
+
+def diff_runs(a: dict, b: dict) -> dict:
+    """Compare run ``b`` (after) with run ``a`` (before) probe by probe.
+
+    Trials are paired by policy name; when each run has exactly one trial they are paired whatever
+    their names (the change may be the policy).  Returns the parts whose name or settings differ,
+    the paired policies with their summary deltas, and every (policy, probe, form) whose outcome
+    changed.
+
+    Raises
+    ------
+    HarnessError
+        When no trial pairs up, or a pair was not asked the same probes (seed 000's recipe
+        holds the probe set constant).
+    """
+    parts = [k for k in ("plant", "probe", "score") if a.get(k) != b.get(k)]
+    ta = {t["disturb"]["name"]: t for t in a["trials"]}
+    tb = {t["disturb"]["name"]: t for t in b["trials"]}
+    if len(ta) == 1 and len(tb) == 1:
+        pairs = [(next(iter(ta.values())), next(iter(tb.values())))]
+    else:
+        common = [n for n in ta if n in tb]
+        if not common:
+            raise HarnessError(f"the two runs share no policy (before: {', '.join(ta)}; after: {', '.join(tb)})")
+        pairs = [(ta[n], tb[n]) for n in common]
+    out_pairs, changed = [], []
+    for x, y in pairs:
+        if x["disturb"] != y["disturb"] and "disturb" not in parts:
+            parts.append("disturb")
+        kx = {(r["probe"], r["form"]): r for r in x["rows"]}
+        ky = {(r["probe"], r["form"]): r for r in y["rows"]}
+        if set(kx) != set(ky):
+            only_a = sorted(f"{p} ({f})" for p, f in set(kx) - set(ky))
+            only_b = sorted(f"{p} ({f})" for p, f in set(ky) - set(kx))
+            raise HarnessError(f"policy {x['disturb']['name']} / {y['disturb']['name']}: the runs asked different "
+                               f"probes (only before: {', '.join(only_a[:5]) or '-'}; only after: "
+                               f"{', '.join(only_b[:5]) or '-'}); hold the probe set constant")
+        delta = {}
+        for form, sx in x["summary"].items():
+            sy = y["summary"].get(form, {})
+            delta[form] = {k: sy.get(k, 0) - v for k, v in sx.items() if isinstance(v, (int, float))}
+        out_pairs.append({"before": x["disturb"], "after": y["disturb"], "delta": delta,
+                          "summary_before": x["summary"], "summary_after": y["summary"],
+                          "stored_tokens": [x.get("stored_tokens"), y.get("stored_tokens")]})
+        for key, r in kx.items():
+            s = ky[key]
+            if r["outcome"] != s["outcome"]:
+                changed.append({"policy": y["disturb"]["name"], "probe": key[0], "form": key[1],
+                                "before": r["outcome"], "after": s["outcome"]})
+    return {"changed_parts": parts, "pairs": out_pairs, "changed_probes": changed}
