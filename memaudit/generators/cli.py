@@ -1,10 +1,148 @@
-"""Command-line commands of this subpackage; ``memaudit.cli`` adds every entry of ``COMMANDS``."""
+"""Command-line commands of this subpackage; ``memaudit.cli`` adds every entry of ``COMMANDS``.
+
+``memaudit generate small|validity|natural``, ``memaudit ablate`` and ``memaudit report findings``.
+"""
 
 from __future__ import annotations
 
+import json
+
 import click
 
-__all__ = ["COMMANDS"]
+__all__ = ["COMMANDS", "generate", "ablate_command", "report"]
 
 #: click commands / groups added to the top-level ``memaudit`` group
 COMMANDS: list[click.Command] = []
+
+
+def _write_or_print(pkg, output) -> None:
+    from ..package import package_to_dict, summarize
+    from . import write_package
+
+    if output is None:
+        click.echo(json.dumps(package_to_dict(pkg), indent=2, ensure_ascii=False, allow_nan=False))
+        return
+    write_package(pkg, output)
+    s = summarize(pkg)
+    click.echo(f"wrote {output}: package {pkg.id}, {s['n_experiences']} experiences, {s['n_candidates']} "
+               f"candidates, {s['n_units']} units, {s['n_queries']} queries, stream cost {s['stream_cost']:g} "
+               f"({pkg.cost_model})", err=True)
+
+
+def _common(f):
+    f = click.option("--id", "package_id", default=None, metavar="ID",
+                     help="Package id. Default: <family>-s<seed>.")(f)
+    f = click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+                     help="Write the package to FILE (atomically). Default: print the JSON on stdout.")(f)
+    f = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generator.")(f)
+    return f
+
+
+@click.group()
+def generate():
+    """Generate a seeded, byte-for-byte reproducible package of one family."""
+
+
+def _synthetic_command(family: str, defaults, doc: str):
+    from ..costs import COST_MODELS
+
+    def run(seed, output, package_id, **params):
+        from . import generate as gen
+
+        _write_or_print(gen(family, seed, package_id=package_id, **params), output)
+
+    run.__doc__ = doc
+    cmd = run
+    helps = {
+        "entities": "Entities (services) whose attributes are tracked (1-8).",
+        "attributes": "Attributes per entity (1-8).",
+        "min_updates": "Fewest updates of an attribute (0-9).",
+        "max_updates": "Most updates of an attribute (0-9).",
+        "restate_prob": "Chance of a restatement after each set / update.",
+        "deletions": "Personal details stated and later deleted on request (0-4).",
+        "deletion_updates": "Updates of each personal detail before its deletion (0-3).",
+        "details": "Incident details (0-8).",
+        "procedures": "Release procedures (at most one per entity).",
+        "chatter": "Distractor experiences that cover nothing.",
+        "validity_prob": "Chance that a superseded value gets a 'still valid?' query.",
+        "interval_prob": "Chance that a superseded value gets a 'what was it on day d?' query.",
+        "events_per_day": "Experiences per day (session).",
+    }
+    for name in reversed(list(helps)):
+        default = getattr(defaults, name)
+        kind = float if isinstance(default, float) else int
+        cmd = click.option(f"--{name.replace('_', '-')}", name, type=kind, default=default, show_default=True,
+                           help=helps[name])(cmd)
+    cmd = click.option("--cost-model", "cost_model", type=click.Choice(list(COST_MODELS)), default=defaults.cost_model,
+                       show_default=True, help="Cost model of the candidate texts.")(cmd)
+    cmd = _common(cmd)
+    return generate.command(name=family)(cmd)
+
+
+def _register_synthetic():
+    from .synthetic import SMALL_DEFAULTS, VALIDITY_DEFAULTS
+
+    _synthetic_command("small", SMALL_DEFAULTS,
+                       "MEMAUDIT-Small: a few entities, short streams, mostly current-value queries.")
+    _synthetic_command("validity", VALIDITY_DEFAULTS,
+                       "Validity-heavy: long update chains, deletions, interval and validity queries.")
+
+
+_register_synthetic()
+
+
+@generate.command(name="natural")
+@_common
+@click.option("--filler/--no-filler", default=True, show_default=True,
+              help="Keep the distractor exchanges (whole transcript) or only the 26 fact-bearing ones.")
+@click.option("--filler-lines", type=int, default=16, show_default=True,
+              help="Lines of generated code in each distractor reply.")
+@click.option("--exchanges-per-session", type=int, default=12, show_default=True,
+              help="Exchanges per day (the seed has 12).")
+@click.option("--cost-model", type=click.Choice(["words", "chars", "bytes", "tokens"]), default="tokens",
+              show_default=True, help="Cost model of the candidate texts.")
+def natural(seed, output, package_id, filler, filler_lines, exchanges_per_session, cost_model):
+    """The 30-session, 15-fact scenario of seed 001 (8 updated, 2 deleted on request) as a package."""
+    from . import generate as gen
+
+    pkg = gen("natural", seed, package_id=package_id, filler=filler, filler_lines=filler_lines,
+              exchanges_per_session=exchanges_per_session, cost_model=cost_model)
+    _write_or_print(pkg, output)
+
+
+@click.command(name="ablate")
+@click.argument("package", type=click.Path())
+@click.option("--drop-kinds", required=True, metavar="KIND[,KIND...]",
+              help="Candidate kinds to remove, e.g. tombstone,compound_update.")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), metavar="OUT",
+              help="Write the ablated package to OUT (atomically; never over PACKAGE).")
+@click.option("--id", "package_id", default=None, metavar="ID",
+              help="Id of the new package. Default: <id>-no-<kinds>.")
+def ablate_command(package, drop_kinds, output, package_id):
+    """Write PACKAGE without the candidates of the given kinds (units and queries unchanged).
+
+    Fails (exit 1) when an experience would be left with no candidate.
+    """
+    from ..clitools import same_file
+    from ..errors import MemauditError
+    from ..package import load_package, package_sha256
+    from .ablate import ablate, parse_kinds
+
+    kinds = parse_kinds(drop_kinds)
+    if same_file(output, package):
+        raise MemauditError(f"{output}: refusing to write the ablated package over its source; choose another -o")
+    pkg = load_package(package)
+    out = ablate(pkg, kinds, package_id=package_id, source_sha256=package_sha256(package))
+    from . import write_package
+
+    write_package(out, output)
+    click.echo(f"wrote {output}: package {out.id}, dropped {out.meta['ablation']['n_dropped']} candidates "
+               f"({', '.join(kinds)}); {len(out.candidates)} candidates left for {len(out.experiences)} experiences")
+
+
+@click.group()
+def report():
+    """Reports over the shipped package sets."""
+
+
+COMMANDS.extend([generate, ablate_command, report])

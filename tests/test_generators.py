@@ -1,0 +1,262 @@
+"""Package generators: validity, the correctness rules of the issue, reproducibility, the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memaudit.cli import main
+from memaudit.costs import cost_of
+from memaudit.generators import GENERATOR_VERSION, generate, write_package
+from memaudit.generators.events import Event, EventGraph, GeneratorError, QuerySpec, Slot, render_package
+from memaudit.generators.natural import FACTS, NaturalParams, natural_graph
+from memaudit.generators.synthetic import params_for, synthetic_graph
+from memaudit.package import load_package, package_from_dict, package_to_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CASES = ([("small", s, {}) for s in range(12)] + [("validity", s, {}) for s in range(8)]
+         + [("natural", s, {"filler": False}) for s in range(2)] + [("natural", 0, {})]
+         + [("small", 5, {"cost_model": "tokens"}), ("validity", 5, {"cost_model": "chars", "chatter": 0}),
+            ("small", 9, {"max_updates": 4, "deletion_updates": 2, "deletions": 4})])
+IDS = [f"{f}-{s}-{'-'.join(f'{k}={v}' for k, v in kw.items())}" for f, s, kw in CASES]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=IDS)
+def pkg(request):
+    family, seed, kw = request.param
+    return generate(family, seed, **kw)
+
+
+def test_generated_package_validates_and_records_provenance(pkg):
+    again = package_from_dict(package_to_dict(pkg))
+    assert again == pkg
+    assert pkg.meta["generator_version"] == GENERATOR_VERSION
+    assert pkg.meta["generator"] in ("small", "validity", "natural")
+    assert isinstance(pkg.meta["seed"], int) and isinstance(pkg.meta["params"], dict)
+
+
+def test_every_unit_is_coverable_and_required(pkg):
+    covered = {u for c in pkg.candidates for u, a in c.coverage.items() if a > 0}
+    required = Counter(u for q in pkg.queries for u in q.requires)
+    for unit in pkg.units:
+        assert unit.id in covered, f"{unit.id} is covered by no candidate"
+        assert unit.weight == required[unit.id], f"{unit.id}: weight {unit.weight}, required {required[unit.id]}x"
+    # and each unit's full value is reachable: its coverage can sum to >= 1 across the groups
+    best = Counter()
+    by_group: dict = {}
+    for c in pkg.candidates:
+        for u, a in c.coverage.items():
+            by_group[(c.experience, u)] = max(by_group.get((c.experience, u), 0.0), a)
+    for (_, u), a in by_group.items():
+        best[u] += a
+    assert all(best[u.id] >= 1.0 for u in pkg.units)
+
+
+def test_no_empty_group_and_strictly_increasing_times(pkg):
+    groups = Counter(c.experience for c in pkg.candidates)
+    assert all(groups[e.id] >= 1 for e in pkg.experiences)
+    times = [e.time for e in pkg.experiences]
+    assert all(a < b for a, b in zip(times, times[1:]))
+    sessions = [e.session for e in pkg.experiences]
+    assert sessions == sorted(sessions)
+
+
+def test_tombstones_cover_only_validity_units(pkg):
+    kinds = {u.id: u.kind for u in pkg.units}
+    tombstones = [c for c in pkg.candidates if c.kind == "tombstone"]
+    for c in tombstones:
+        assert all(kinds[u] == "validity" for u in c.coverage), c
+
+
+def test_costs_are_the_cost_model_on_the_text(pkg):
+    for c in pkg.candidates:
+        assert c.cost == cost_of(c.text, pkg.cost_model) > 0
+    raw = {c.experience: c for c in pkg.candidates if c.kind == "raw"}
+    for c in pkg.candidates:
+        if c.kind == "compound_update":
+            upd = next(x for x in pkg.candidates if x.experience == c.experience and x.kind == "update")
+            assert upd.cost < c.cost < raw[c.experience].cost, (upd.text, c.text, raw[c.experience].text)
+        if c.kind == "raw":
+            assert c.text.endswith(next(e.text for e in pkg.experiences if e.id == c.experience))
+
+
+def _graph(family, seed, kw):
+    if family == "natural":
+        graph, queries, _ = natural_graph(NaturalParams(**kw), seed)
+    else:
+        graph, queries = synthetic_graph(params_for(family, **kw), seed)
+    return graph, queries
+
+
+@pytest.mark.parametrize("family,seed,kw", CASES, ids=IDS)
+def test_deleted_values_are_never_required(family, seed, kw):
+    graph, _ = _graph(family, seed, kw)
+    pkg = generate(family, seed, **kw)
+    deleted = {k: [v for v, _, _ in tl.values] for k, tl in graph.timelines.items() if tl.deleted is not None}
+    if family != "natural" and kw.get("deletions", 1) == 0:
+        assert not deleted
+    for q in pkg.queries:
+        for uid in q.requires:
+            for key in deleted:
+                if uid.startswith(key + "."):
+                    assert uid == f"{key}.deleted", uid
+    for key, values in deleted.items():
+        probes = [q for q in pkg.queries if q.requires == [f"{key}.deleted"]]
+        assert probes and all(q.answer.startswith("not kept") for q in probes)
+        for v in values:
+            assert not any(v in (q.answer or "") or v in q.text for q in pkg.queries), v
+            assert not any(v in u.text or v in u.aliases for u in pkg.units), v
+        # the statements of a deleted value cover nothing
+        for _, _, index in graph.timelines[key].values:
+            eid = pkg.experiences[index].id
+            assert all(not c.coverage for c in pkg.candidates if c.experience == eid)
+
+
+@pytest.mark.parametrize("family,kw", [("small", {}), ("validity", {}), ("natural", {}),
+                                       ("natural", {"filler": False})])
+def test_byte_for_byte_reproducible(tmp_path, family, kw):
+    a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    write_package(generate(family, 11, **kw), a)
+    write_package(generate(family, 11, **kw), b)
+    write_package(generate(family, 12, **kw), c)
+    assert a.read_bytes() == b.read_bytes()
+    assert a.read_bytes() != c.read_bytes()
+    assert load_package(a) == generate(family, 11, **kw)
+
+
+def test_reproducible_across_processes_and_cli(tmp_path):
+    """A fresh interpreter (new hash seed) writes the same bytes through the CLI."""
+    out = tmp_path / "cli.json"
+    env_runs = []
+    for hashseed in ("1", "2"):
+        subprocess.run([sys.executable, "-m", "memaudit.cli", "generate", "validity", "--seed", "4", "-o", str(out)],
+                       check=True, capture_output=True, env={"PYTHONHASHSEED": hashseed, "PATH": ""}, cwd=ROOT)
+        env_runs.append(out.read_bytes())
+    lib = tmp_path / "lib.json"
+    write_package(generate("validity", 4), lib)
+    assert env_runs[0] == env_runs[1] == lib.read_bytes()
+
+
+def test_small_and_validity_differ_in_structure():
+    smalls = [generate("small", s) for s in range(10)]
+    validities = [generate("validity", s) for s in range(10)]
+
+    def share(pkgs, kind):
+        total = sum(u.weight for p in pkgs for u in p.units)
+        return sum(u.weight for p in pkgs for u in p.units if u.kind == kind) / total
+
+    assert share(validities, "validity") + share(validities, "interval") > 0.6
+    assert share(smalls, "validity") + share(smalls, "interval") < share(validities, "validity")
+    assert max(len(p.experiences) for p in smalls) < min(len(p.experiences) for p in validities)
+    assert all(sum(c.kind == "tombstone" for c in p.candidates) >= 10 for p in validities)
+
+
+def test_natural_follows_the_seed_schedule():
+    pkg = generate("natural", 42)
+    assert len(pkg.experiences) == 30 * 12
+    assert {e.session for e in pkg.experiences} == set(range(1, 31))
+    assert len(FACTS) == 15
+    assert sum(any(op == "update" for _, op, _, _ in tl) for _, _, _, tl in FACTS) == 8
+    assert sum(any(op == "delete" for _, op, _, _ in tl) for _, _, _, tl in FACTS) == 2
+    kinds = Counter(c.kind for c in pkg.candidates)
+    assert kinds["update"] == 9 and kinds["compound_update"] == 9  # on-call changes twice
+    assert kinds["tombstone"] == 9 + 2
+    # 40 probes: every fact stated so far, at the end of days 10, 20 and 30
+    assert len(pkg.queries) == 40
+    abstain = [q for q in pkg.queries if q.requires[0].endswith(".deleted")]
+    # phone at days 10 / 20 / 30, e-mail at days 20 / 30: the seed's 3 deletion probes plus the two it
+    # scored while the value was still live
+    assert len(abstain) == 5
+    # the day-14 region move: raw, update and compound_update cover the old region's invalidation
+    region_move = next(e for e in pkg.experiences if "eu-central-1" in e.text)
+    assert region_move.session == 14
+    cover = {c.kind: set(c.coverage) for c in pkg.candidates if c.experience == region_move.id}
+    assert cover["tombstone"] == {"deploy-region.v0.invalid"}
+    assert {"deploy-region.current", "deploy-region.v0.invalid"} <= cover["update"]
+    assert "deploy-region.v0.interval" in cover["compound_update"]
+    # on day 20 the on-call engineer was Marco (days 16-27): an interval query
+    q = next(q for q in pkg.queries if q.text.startswith("On day 20: who is the on-call"))
+    assert q.answer == "Marco" and q.requires == ["on-call.v1.interval"]
+    q30 = next(q for q in pkg.queries if q.text == "Who is the on-call engineer?")
+    assert q30.answer == "Priya" and q30.requires == ["on-call.current", "on-call.v1.invalid"]
+
+
+def test_natural_filler_weight_is_close_to_the_seed():
+    from memaudit.package import stream_cost
+    pkg = generate("natural", 42)
+    raw_total = sum(c.cost for c in pkg.candidates if c.kind == "raw")
+    assert raw_total == stream_cost(pkg)
+    assert 70_000 < raw_total < 100_000  # the seed's day-30 transcript: 86,058 tokens
+    facts_only = generate("natural", 42, filler=False)
+    assert len(facts_only.experiences) == 26 and len(facts_only.queries) == 40
+
+
+@pytest.mark.parametrize("family,params,match", [
+    ("small", {"entities": 0}, "parameter entities must be an integer in [1, 8]; got 0"),
+    ("small", {"max_updates": 12}, "parameter max_updates must be an integer in [0, 9]; got 12"),
+    ("small", {"min_updates": 3, "max_updates": 1}, "min_updates (3) must be <= max_updates (1)"),
+    ("validity", {"restate_prob": 1.5}, "parameter restate_prob must be a probability in [0, 1]; got 1.5"),
+    ("small", {"cost_model": "lines"}, "parameter cost_model must be one of words, chars, bytes, tokens"),
+    ("small", {"procedures": 4}, "parameter procedures must be an integer in [0, 3]; got 4"),
+    ("small", {"colour": 1}, "unknown parameter 'colour'"),
+    ("natural", {"filler_lines": -1}, "parameter filler_lines must be an integer in [0, 1000]; got -1"),
+    ("natural", {"exchanges_per_session": 0}, "parameter exchanges_per_session must be an integer in [1, 200]"),
+    ("natural", {"entities": 2}, "unknown parameter 'entities'"),
+    ("huge", {}, "unknown generator family 'huge'"),
+])
+def test_bad_parameters_raise_named_errors(family, params, match):
+    with pytest.raises(GeneratorError, match=match.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")
+                       .replace(")", r"\)")):
+        generate(family, 1, **params)
+
+
+def test_event_graph_rejects_inconsistent_timelines():
+    g = EventGraph()
+    g.add_slot(Slot("a.x", "a x", "value", "What is a x?"))
+    with pytest.raises(GeneratorError, match="update of slot 'a.x' before any set"):
+        g.add(Event(1, "update", "t", "a.x", "v"))
+    g.add(Event(1, "set", "t", "a.x", "v"))
+    with pytest.raises(GeneratorError, match="to its current value 'v'; use restate"):
+        g.add(Event(2, "update", "t", "a.x", "v"))
+    with pytest.raises(GeneratorError, match="restate of 'a.x' must repeat its current value"):
+        g.add(Event(2, "restate", "t", "a.x", "w"))
+    with pytest.raises(GeneratorError, match="events must come in day order"):
+        g.add(Event(0, "restate", "t", "a.x", "v"))
+    with pytest.raises(GeneratorError, match="unknown slot 'b'"):
+        g.add(Event(2, "set", "t", "b", "v"))
+    g.add(Event(3, "delete", "t", "a.x", None))
+    with pytest.raises(GeneratorError, match="was deleted on day 3"):
+        g.add(Event(4, "update", "t", "a.x", "w"))
+    with pytest.raises(GeneratorError, match="requires 'a.x.current', which the event graph does not define"):
+        render_package(g, [QuerySpec("q", "a", ("a.x.current",))], package_id="t", cost_model="words", meta={})
+
+
+# -- CLI -------------------------------------------------------------------------------------
+
+def test_cli_generate_writes_the_library_bytes(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "s.json"
+    r = runner.invoke(main, ["generate", "small", "--seed", "3", "--entities", "2", "--chatter", "0", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "wrote" in r.stderr and "package small-s3" in r.stderr
+    lib = tmp_path / "lib.json"
+    write_package(generate("small", 3, entities=2, chatter=0), lib)
+    assert out.read_bytes() == lib.read_bytes()
+    r = runner.invoke(main, ["generate", "natural", "--no-filler", "--seed", "2", "--id", "nat"])
+    assert r.exit_code == 0
+    data = json.loads(r.stdout)
+    assert data["id"] == "nat" and len(data["experiences"]) == 26
+
+
+def test_cli_generate_bad_parameter_is_one_line_error():
+    r = CliRunner().invoke(main, ["generate", "validity", "--max-updates", "20"])
+    assert r.exit_code == 1
+    assert r.stderr.strip() == "error: parameter max_updates must be an integer in [0, 9]; got 20"
+    assert r.stdout == ""
