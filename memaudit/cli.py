@@ -286,9 +286,9 @@ def _baseline_options(f):
     f = click.option("--pick", type=click.Choice(["verbatim", "cheapest", "value"]), default=None,
                      help=_PICK_HELP + "  [default: verbatim]")(f)
     f = click.option("--gvt-floor", type=click.FloatRange(0, 1, min_open=True), default=None, metavar="F",
-                     help="gvt: lowest threshold as a fraction of the first.  [default: 0.001]")(f)
+                     help="gvt, gvt-upgrade: lowest threshold as a fraction of the first.  [default: 0.001]")(f)
     f = click.option("--gvt-eps", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
-                     metavar="EPS", help="gvt: the threshold falls by a factor (1 - EPS) per step.  [default: 0.1]")(f)
+                     metavar="EPS", help="gvt, gvt-upgrade: the threshold falls by a factor (1 - EPS) per step.  [default: 0.1]")(f)
     f = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random baseline.")(f)
     f = click.option("--backend", default="highs", show_default=True, metavar=_BACKEND_CHOICES,
                      help="Back-end that certifies OPT, the denominator of every ratio; 'none' skips it.")(f)
@@ -327,7 +327,8 @@ def baseline(package, budget, budget_frac, methods, time_limit, backend, seed, g
     Per method: value, ratio = value / OPT, cost / budget, units fully covered,
     validity units fully covered (of those in the package), kinds stored, time.
     Offline: density (static value per cost), greedy (marginal gain per cost +
-    best single), gvt (Group Value-Threshold), random.  Online, deciding as each
+    best single), gvt (Group Value-Threshold), gvt-upgrade (GVT that may exchange
+    a group's stored representation), random.  Online, deciding as each
     experience arrives: fifo (write while it fits), recency (keep the newest),
     kind:<k> (always write kind k, e.g. kind:fact).
     """

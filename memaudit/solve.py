@@ -51,7 +51,7 @@ def resolve_method(name: str) -> str:
     >>> resolve_method("simplex")
     Traceback (most recent call last):
     ...
-    memaudit.errors.MethodError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, milp-cbc, milp-highs, random, recency, kind:<k>
+    memaudit.errors.MethodError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, gvt-upgrade, milp-cbc, milp-highs, random, recency, kind:<k>
     """
     if not isinstance(name, str):
         raise MethodError(f"a method name must be a string; got {name!r}; valid methods: {method_names()}")

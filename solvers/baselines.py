@@ -9,6 +9,7 @@ Offline baselines see the whole package:
 
 * :func:`density`: static standalone value per cost, the paper's density-only rule;
 * :func:`gvt`: Group Value-Threshold, exact marginal gains against a falling threshold;
+  ``gvt-upgrade`` also lets a group exchange its stored representation for a better one;
 * :func:`random_store`: a seeded random feasible store.
 
 (``greedy``, the cost-benefit greedy, lives in :mod:`solvers.greedy`.)
@@ -39,7 +40,7 @@ from .objective import evaluate, marginal_gains, rows_entries
 from .problem import Problem
 from .result import Result, check_budget, make_result
 
-__all__ = ["density", "gvt", "random_store", "fifo", "recency", "kind_writer", "online_stores",
+__all__ = ["density", "gvt", "gvt_upgrade", "random_store", "fifo", "recency", "kind_writer", "online_stores",
            "standalone_values", "PICKS"]
 
 #: how an online writer chooses one candidate of an arriving experience
@@ -97,13 +98,35 @@ def density(problem: Problem, budget: float, /) -> Result:
                        bound=float("inf"), started=started)
 
 
-def _add(problem: Problem, sums: np.ndarray, u: int) -> None:
+def _add(problem: Problem, sums: np.ndarray, u: int, sign: float = 1.0) -> None:
     _, pos = rows_entries(problem.coverage.indptr, np.array([u]))
-    np.add.at(sums, problem.coverage.indices[pos], problem.coverage.data[pos])
+    np.add.at(sums, problem.coverage.indices[pos], sign * problem.coverage.data[pos])
+
+
+def _exchange(problem, sums, held, g, members, remaining, tau, budget) -> float:
+    """GVT's optional upgrade: switch group g from its stored u to the best v whose exchange clears tau."""
+    u = int(held[g])
+    others = members[(members != u) & (problem.costs[members] <= remaining + problem.costs[u] + _slack(budget))]
+    if others.size == 0:
+        return remaining
+    without = sums.copy()
+    _add(problem, without, u, -1.0)
+    base = float(marginal_gains(problem, without, [u])[0])
+    gains = marginal_gains(problem, without, others) - base
+    extra = problem.costs[others] - problem.costs[u]
+    ok = (gains > 1e-12) & ((extra <= 0) | (gains >= tau * extra * (1 - 1e-12)))
+    if not ok.any():
+        return remaining
+    others, gains = others[ok], gains[ok]
+    v = int(others[np.lexsort((others, problem.costs[others], -gains))[0]])
+    _add(problem, sums, u, -1.0)
+    _add(problem, sums, v)
+    held[g] = v
+    return remaining + problem.costs[u] - problem.costs[v]
 
 
 def gvt(problem: Problem, budget: float, /, *, eps: float = 0.1, floor: float = 1e-3,
-        best_single: bool = True) -> Result:
+        best_single: bool = True, upgrade: bool = False) -> Result:
     """Group Value-Threshold: exact marginal gains against a geometrically falling threshold.
 
     Let ``d`` be the best standalone density ``F({u}) / c_u`` over candidates that fit.
@@ -117,6 +140,12 @@ def gvt(problem: Problem, budget: float, /, *, eps: float = 0.1, floor: float = 
     best single candidate that fits (the fallback that bounds the loss of any
     threshold rule on a knapsack).
 
+    A stored representation is final: once a cheap fact holds an experience's slot at a
+    high threshold, the costlier update of that experience cannot follow at a lower one.
+    ``upgrade=True`` (not the default) relaxes this: a group that holds u may switch to v
+    when the exchange's gain per extra cost, ``(F(S - u + v) - F(S)) / (c_v - c_u)``, clears
+    the threshold (any positive gain when v is not costlier) and v fits.
+
     Parameters
     ----------
     eps : float in (0, 1)
@@ -125,6 +154,8 @@ def gvt(problem: Problem, budget: float, /, *, eps: float = 0.1, floor: float = 
         Lowest threshold, as a fraction of the first one (default 1e-3).
     best_single : bool
         Compare with the best single candidate (default True).
+    upgrade : bool
+        Allow exchanges within a group at later thresholds (default False).
 
     Examples
     --------
@@ -138,7 +169,8 @@ def gvt(problem: Problem, budget: float, /, *, eps: float = 0.1, floor: float = 
         raise ValueError(f"gvt: eps must lie in (0, 1); got {eps!r}")
     if not (0 < floor <= 1):
         raise ValueError(f"gvt: floor must lie in (0, 1]; got {floor!r}")
-    settings = {"eps": float(eps), "floor": float(floor), "best_single": bool(best_single)}
+    settings = {"eps": float(eps), "floor": float(floor), "best_single": bool(best_single),
+                "upgrade": bool(upgrade)}
     values = standalone_values(problem)
     fits = np.flatnonzero((problem.costs <= budget + _slack(budget)) & (values > 0))
     chosen: list[int] = []
@@ -146,6 +178,7 @@ def gvt(problem: Problem, budget: float, /, *, eps: float = 0.1, floor: float = 
     if fits.size:
         d = float(np.max(values[fits] / problem.costs[fits]))
         members = problem.group_members()
+        held = np.full(problem.n_groups, -1, dtype=np.int64)
         used = np.zeros(problem.n_groups, dtype=bool)
         sums = np.zeros(problem.n_units)
         remaining = budget
@@ -154,6 +187,8 @@ def gvt(problem: Problem, budget: float, /, *, eps: float = 0.1, floor: float = 
             thresholds += 1
             for g in range(problem.n_groups):
                 if used[g]:
+                    if upgrade:
+                        remaining = _exchange(problem, sums, held, g, members[g], remaining, tau, budget)
                     continue
                 cand = members[g][problem.costs[members[g]] <= remaining + _slack(budget)]
                 if cand.size == 0:
@@ -164,20 +199,27 @@ def gvt(problem: Problem, budget: float, /, *, eps: float = 0.1, floor: float = 
                     continue
                 cand, gains = cand[ok], gains[ok]
                 u = int(cand[np.lexsort((cand, problem.costs[cand], -gains))[0]])
-                chosen.append(u)
+                held[g] = u
                 used[g] = True
                 remaining -= problem.costs[u]
                 _add(problem, sums, u)
             if tau <= last:
                 break
             tau = max(tau * (1 - eps), last)
+        chosen = [int(u) for u in held if u >= 0]
         if best_single:
             u = int(fits[np.lexsort((fits, problem.costs[fits], -values[fits]))[0]])
             if values[u] > evaluate(problem, chosen):
                 chosen = [u]
-    return make_result(problem, budget, method="gvt", settings=settings, chosen=sorted(chosen),
+    return make_result(problem, budget, method="gvt-upgrade" if upgrade else "gvt", settings=settings, chosen=sorted(chosen),
                        status="heuristic", bound=float("inf"), started=started,
                        stats={"thresholds": thresholds})
+
+
+def gvt_upgrade(problem: Problem, budget: float, /, *, eps: float = 0.1, floor: float = 1e-3,
+                best_single: bool = True) -> Result:
+    """:func:`gvt` with ``upgrade=True``, registered as ``gvt-upgrade``."""
+    return gvt(problem, budget, eps=eps, floor=floor, best_single=best_single, upgrade=True)
 
 
 def random_store(problem: Problem, budget: float, /, *, seed: int = 0) -> Result:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 
-from .baselines import density, fifo, gvt, kind_writer, random_store, recency
+from .baselines import density, fifo, gvt, gvt_upgrade, kind_writer, random_store, recency
 from .bnb import branch_and_bound
 from .bruteforce import brute_force
 from .greedy import greedy
@@ -21,7 +21,7 @@ __all__ = ["METHODS", "EXACT_METHODS", "BASELINES", "ONLINE_METHODS", "BACKENDS"
 EXACT_METHODS = {"bnb": branch_and_bound, "brute": brute_force, **BACKENDS}
 
 #: heuristics that see the whole package (status ``heuristic``)
-BASELINES = {"density": density, "greedy": greedy, "gvt": gvt, "random": random_store}
+BASELINES = {"density": density, "greedy": greedy, "gvt": gvt, "gvt-upgrade": gvt_upgrade, "random": random_store}
 
 #: writers that decide as each experience arrives (status ``heuristic``); plus ``kind:<k>``
 ONLINE_METHODS = {"fifo": fifo, "recency": recency}
@@ -50,7 +50,7 @@ def get_method(name: str):
     >>> get_method("simplex")
     Traceback (most recent call last):
     ...
-    ValueError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, milp-cbc, milp-highs, random, recency, kind:<k>
+    ValueError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, gvt-upgrade, milp-cbc, milp-highs, random, recency, kind:<k>
     """
     if name in METHODS:
         return METHODS[name]
