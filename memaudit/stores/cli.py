@@ -1,10 +1,234 @@
-"""Command-line commands of this subpackage; ``memaudit.cli`` adds every entry of ``COMMANDS``."""
+"""Command-line commands of this subpackage; ``memaudit.cli`` adds every entry of ``COMMANDS``.
+
+``memaudit union`` builds a union package, ``memaudit audit`` scores an exported store over OPT of
+its union package, ``memaudit adjudicate`` writes an adjudication file (from the matcher or a judge
+command).  Exit codes: 0 success, 1 bad input (one ``error:`` line), 2 usage.
+"""
 
 from __future__ import annotations
 
+import json
+
 import click
+
+from ..clitools import budget_options, check_budget_flags, num, same_file, table_lines
 
 __all__ = ["COMMANDS"]
 
+_PRODUCT_CHOICE = click.Choice(["mem0", "letta", "amem"])
+_MAX_BYTES_HELP = "Refuse export files larger than N bytes (default 64 MiB; 0 = no limit)."
+
+
+def _max_bytes(value):
+    from .export import DEFAULT_MAX_BYTES
+
+    if value is None:
+        return DEFAULT_MAX_BYTES
+    return None if value == 0 else value
+
+
+def _export_options(f):
+    f = click.option("--no-messages", is_flag=True,
+                     help="Letta: audit the core memory blocks only, not the in-context messages.")(f)
+    f = click.option("--max-bytes", type=click.IntRange(min=0), default=None, metavar="N", help=_MAX_BYTES_HELP)(f)
+    return f
+
+
+def _rows(pkg, export, adjudication):
+    from .adjudication import combine_rows, read_adjudication
+
+    file_rows = read_adjudication(adjudication, pkg, export) if adjudication else None
+    rows, counts = combine_rows(pkg, export, file_rows)
+    sources = {"matcher": counts["matcher"]}
+    if adjudication:
+        sources[str(adjudication)] = counts["file"]
+    return rows, sources
+
+
+def _refuse_overwrite(output, *inputs):
+    from ..errors import MemauditError
+
+    for path in inputs:
+        if path is not None and same_file(output, path):
+            raise MemauditError(f"{output}: refusing to write over the input file {path}; choose another -o file")
+
+
+@click.command("union")
+@click.argument("package", type=click.Path())
+@click.argument("export", type=click.Path())
+@click.option("-o", "--output", type=click.Path(), required=True, metavar="UNION.json",
+              help="Where to write the union package.")
+@click.option("--product", type=_PRODUCT_CHOICE, default=None, help="Which product wrote EXPORT (default: detected).")
+@click.option("--adjudication", type=click.Path(), default=None, metavar="FILE",
+              help="CSV / JSON rows (memory, unit, coverage[, experience]); memories it names use its rows, "
+                   "the rest the deterministic matcher.")
+@_export_options
+def union_command(package, export, output, product, adjudication, max_bytes, no_messages):
+    """Write the union package of PACKAGE and the exported store EXPORT.
+
+    Every exported memory becomes an `external` candidate in its own group (unless the
+    adjudication file ties it to an experience), with coverage from the adjudication file or
+    the matcher.  The result is an ordinary package: `memaudit solve` and `verify` accept it.
+    """
+    from ..package import load_package, save_package
+    from . import load_any
+    from .union import build_union
+
+    _refuse_overwrite(output, package, export, adjudication)
+    pkg = load_package(package)
+    exp = load_any(export, product, max_bytes=_max_bytes(max_bytes), include_messages=not no_messages)
+    rows, sources = _rows(pkg, exp, adjudication)
+    union = build_union(pkg, exp, rows, sources=sources)
+    save_package(union.package, output)
+    covering = len({r.memory for r in rows if r.unit is not None and r.coverage > 0})
+    click.echo(f"{exp.shape}: {len(exp.items)} memories ({covering} cover a unit)")
+    for w in exp.warnings:
+        click.echo(f"warning: {w}", err=True)
+    click.echo(f"union package {union.package.id} written to {output}: {len(union.package.candidates)} candidates "
+               f"({len(exp.items)} external), {len(union.package.experiences)} experiences")
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _print_audit(r):
+    echo = click.echo
+    echo(f"audit of {r.product} export {r.export_path} ({r.shape})")
+    echo(f"package {r.package_id}, budget {num(r.budget)} ({r.cost_model}), OPT(union, B) = {num(r.opt)} "
+         f"[{r.opt_status}]")
+    echo(f"{r.n_items} memories, full store cost {num(r.store_cost)}, value {num(r.store_value)}; coverage from "
+         + ", ".join(f"{k}: {v}" for k, v in r.adjudication.items()))
+    echo("")
+    rows = [("selected store", _pct(r.selected), "the whole store as the product injects it"
+             + (" (over budget: 0 as a full-store view)" if r.over_budget else "")),
+            ("upper-pruned", _pct(r.upper_pruned), f"best subset of the export within B ({len(r.upper_ids)} memories; "
+                                                     f"{r.upper_status}): extraction"),
+            ("salience-pruned", _pct(r.salience_pruned), f"the export cut to B in the product's order "
+                                                           f"({len(r.salience_ids)} memories): selection")]
+    for line in table_lines(("ratio", "of OPT", "what it measures"), rows, ("<", ">", "<")):
+        echo(line)
+    echo("")
+    if not r.checked_leaks:
+        echo("leaks / stale: not checked (the package has no meta.store_audit)")
+    else:
+        echo(f"leaks (deleted values still held): {len(r.leaks)}")
+        for leak in r.leaks:
+            echo(f"  {leak['attribute']}: {leak['memory']} [{leak['source']}] {leak['text'][:70]!r}")
+        if r.retained_leaks:
+            echo(f"deleted values kept outside the served store: {len(r.retained_leaks)}")
+            for leak in r.retained_leaks:
+                echo(f"  {leak['attribute']}: {leak['memory']} ({leak['where']})")
+        echo(f"stale (superseded value held, current one not): {len(r.stale)}"
+             + "".join(f"\n  {s['attribute']}: {', '.join(s['memories'])}" for s in r.stale))
+        echo(f"conflicts (superseded value stated as current beside the current one): "
+             f"{', '.join(c['attribute'] for c in r.conflicts) or 'none'}")
+    if r.uncovered:
+        echo(f"units no memory covers: {', '.join(r.uncovered)}")
+    for w in r.warnings:
+        echo(f"warning: {w}")
+    echo("")
+    echo(f"verdict: {r.verdict}")
+
+
+@click.command("audit")
+@click.argument("package", type=click.Path())
+@click.option("--mem0", "mem0_file", type=click.Path(), default=None, metavar="FILE",
+              help="A Mem0 export (get_all dump, paginated page, migration export or history rows).")
+@click.option("--letta", "letta_file", type=click.Path(), default=None, metavar="FILE",
+              help="A Letta agent file (.af, current or legacy) or an archival passage list.")
+@click.option("--amem", "amem_file", type=click.Path(), default=None, metavar="FILE",
+              help="An A-Mem export (MCP notes, memory://all, ChromaDB get() dump or a list of notes).")
+@click.option("--adjudication", type=click.Path(), default=None, metavar="FILE",
+              help="CSV / JSON rows (memory, unit, coverage[, experience]) overriding the matcher for the "
+                   "memories they name.")
+@budget_options
+@click.option("--backend", default="highs", show_default=True, metavar="highs|cbc|cpsat|none",
+              help="Back-end that certifies OPT and the upper-pruned store ('none' skips certification).")
+@click.option("--json", "as_json", is_flag=True, help="Print the audit as one JSON document.")
+@click.option("-o", "--union-output", type=click.Path(), default=None, metavar="UNION.json",
+              help="Also write the union package.")
+@_export_options
+def audit_command(package, mem0_file, letta_file, amem_file, adjudication, budget, budget_frac, backend, as_json,
+                  union_output, max_bytes, no_messages):
+    """Audit one exported store against OPT of its union with PACKAGE at budget B.
+
+    Reports the selected-store ratio (the whole store; 0 when over budget), the upper-pruned
+    ratio (best subset of the export within B: extraction quality), the salience-pruned ratio
+    (the export cut to B in the product's own order: selection quality), deleted values still
+    held (leaks), superseded values held without the current one (stale), and a verdict.
+    B defaults to the package's own budget; --budget-frac is a fraction of the package's stream cost.
+    """
+    from ..package import load_package, save_package
+    from ..solve import resolve_backend
+    from . import load_any
+    from .audit import audit_export
+
+    check_budget_flags(budget, budget_frac)
+    given = [(p, f) for p, f in (("mem0", mem0_file), ("letta", letta_file), ("amem", amem_file)) if f is not None]
+    if len(given) != 1:
+        raise click.UsageError("give exactly one export: --mem0 FILE, --letta FILE or --amem FILE")
+    product, path = given[0]
+    if union_output is not None:
+        _refuse_overwrite(union_output, package, path, adjudication)
+    pkg = load_package(package)
+    exp = load_any(path, product, max_bytes=_max_bytes(max_bytes), include_messages=not no_messages)
+    rows, sources = _rows(pkg, exp, adjudication)
+    report, union = audit_export(pkg, exp, rows, budget=budget, budget_frac=budget_frac,
+                                 backend=resolve_backend(backend), sources=sources)
+    if union_output is not None:
+        save_package(union.package, union_output)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False))
+    else:
+        _print_audit(report)
+        if union_output is not None:
+            click.echo(f"union package written to {union_output}")
+
+
+@click.command("adjudicate")
+@click.argument("package", type=click.Path())
+@click.argument("export", type=click.Path())
+@click.option("-o", "--output", type=click.Path(), required=True, metavar="FILE",
+              help="The adjudication file to write (.csv, or JSON for any other name).")
+@click.option("--product", type=_PRODUCT_CHOICE, default=None, help="Which product wrote EXPORT (default: detected).")
+@click.option("--judge-cmd", default=None, metavar="CMD",
+              help="A command that reads one prompt on stdin and answers {unit id: coverage} (e.g. 'llm -m MODEL'). "
+                   "Default: the deterministic matcher.")
+@click.option("--cache-dir", type=click.Path(), default=".memaudit-judge-cache", show_default=True,
+              help="Where the judge's answers are cached (keyed by command and prompt).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
+              metavar="SECONDS", help="Time allowed per judge call.")
+@_export_options
+def adjudicate_command(package, export, output, product, judge_cmd, cache_dir, timeout, max_bytes, no_messages):
+    """Write an adjudication file for EXPORT: one row per (memory, unit) with its coverage.
+
+    Without --judge-cmd the rows are the deterministic matcher's (a starting point to review by
+    hand); with it, every memory is put to the judge command (answers cached in --cache-dir).
+    Memories that cover nothing get one row with an empty unit, so the file decides them too.
+    """
+    from ..clitools import progress_printer
+    from ..package import load_package
+    from . import load_any
+    from .adjudication import judge_rows, write_adjudication
+    from .matcher import CoverageRow, matcher_rows
+
+    _refuse_overwrite(output, package, export)
+    pkg = load_package(package)
+    exp = load_any(export, product, max_bytes=_max_bytes(max_bytes), include_messages=not no_messages)
+    if judge_cmd is not None:
+        rows = judge_rows(pkg, exp, judge_cmd, cache_dir=cache_dir, timeout=timeout, progress=progress_printer(False))
+    else:
+        rows = matcher_rows(pkg, exp)
+        decided = {r.memory for r in rows}
+        rows += [CoverageRow(item.id, None, 0.0, "matcher") for item in exp.items if item.id not in decided]
+        order = {item.id: k for k, item in enumerate(exp.items)}
+        rows.sort(key=lambda r: order[r.memory])
+    write_adjudication(output, rows)
+    n_cover = len({r.memory for r in rows if r.unit is not None})
+    click.echo(f"{len(rows)} rows for {len(exp.items)} memories ({n_cover} cover a unit) from "
+               f"{'judge ' + repr(judge_cmd) if judge_cmd else 'the matcher'} written to {output}")
+
+
 #: click commands / groups added to the top-level ``memaudit`` group
-COMMANDS: list[click.Command] = []
+COMMANDS: list[click.Command] = [union_command, audit_command, adjudicate_command]
