@@ -1,0 +1,196 @@
+"""The shipped package sets (``packages_data/small``, ``validity``, ``natural``) and their manifests.
+
+Each set directory holds its packages and one ``manifest.json`` (``memaudit-manifest/1``) with,
+per package: file name, id, sha256, generator + version + seed + parameters (``hand-built`` for
+files written by hand), stream cost and, at each budget fraction, the certified OPT (bnb,
+certified by HiGHS), the chosen store, each method's status, time and statistics, and the
+certified OPT of the same package without tombstone and compound_update candidates.
+``scripts/build_packages_data.py`` writes them; ``tests/test_shipped_packages.py`` checks them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from ..errors import MemauditError
+
+__all__ = ["MANIFEST_FORMAT", "BUDGET_FRACS", "ABLATION_KINDS", "SETS", "set_specs", "certify_at",
+           "build_set", "load_manifest", "manifest_path", "ManifestError"]
+
+#: the manifest format this module writes and reads
+MANIFEST_FORMAT = "memaudit-manifest/1"
+
+#: budgets of every shipped result, as fractions of the stream cost
+BUDGET_FRACS = (0.1, 0.25, 0.5)
+
+#: the candidate kinds the ablation result drops
+ABLATION_KINDS = ("tombstone", "compound_update")
+
+#: the shipped sets
+SETS = ("small", "validity", "natural")
+
+
+class ManifestError(MemauditError, ValueError):
+    """A manifest is missing, malformed, or does not match the files beside it."""
+
+
+def set_specs(name: str) -> list[tuple[str, int, dict]]:
+    """The generated packages of set ``name``: ``(family, seed, params)`` each (file: ``<id>.json``)."""
+    if name == "small":
+        return [("small", seed, {}) for seed in range(30)]
+    if name == "validity":
+        return [("validity", seed, {}) for seed in range(20)]
+    if name == "natural":
+        return [("natural", 42, {}), ("natural", 42, {"filler": False})]
+    raise ManifestError(f"unknown package set {name!r}; valid sets: {', '.join(SETS)}")
+
+
+def manifest_path(directory) -> Path:
+    return Path(directory) / "manifest.json"
+
+
+def _method_entry(result, compiled) -> dict:
+    from ..certificate import _jsonable
+
+    return _jsonable({"status": result.status, "value": result.value, "wall_time": round(result.wall_time, 4),
+                      "stats": dict(result.stats), "n_chosen": len(result.chosen)})
+
+
+def certify_at(pkg, budget_frac: float, *, backend: str = "milp-highs") -> dict:
+    """Solve ``pkg`` at ``budget_frac`` of its stream cost with bnb, certify with ``backend``.
+
+    Raises
+    ------
+    ManifestError
+        If the result is not certified (the reasons are in the message).
+    """
+    from ..package import resolve_budget
+    from ..solve import solve_package
+
+    budget = resolve_budget(pkg, budget_frac=budget_frac)
+    report = solve_package(pkg, budget=budget, method="bnb", backend=backend)
+    if not report.certified:
+        raise ManifestError(f"package {pkg.id!r} at budget fraction {budget_frac}: not certified: "
+                            + "; ".join(report.reasons))
+    return {"budget_frac": budget_frac, "budget": budget, "opt": report.value, "certified": True,
+            "store": report.compiled.ids(report.result.chosen),
+            "methods": {r.method: _method_entry(r, report.compiled) for r in report.results}}
+
+
+def _entry(path: Path, pkg, provenance: dict, fracs) -> dict:
+    from ..package import package_sha256, stream_cost
+    from .ablate import ablate
+
+    started = time.perf_counter()
+    results = [certify_at(pkg, f) for f in fracs]
+    ablated = ablate(pkg, ABLATION_KINDS)
+    ablation = []
+    for f, full in zip(fracs, results):
+        r = certify_at(ablated, f)
+        ablation.append({"budget_frac": f, "budget": r["budget"], "opt": r["opt"],
+                         "ratio_to_full_opt": r["opt"] / full["opt"] if full["opt"] > 0 else None,
+                         "store": r["store"]})
+    return {"file": path.name, "id": pkg.id, "sha256": package_sha256(path), **provenance,
+            "n_experiences": len(pkg.experiences), "n_candidates": len(pkg.candidates), "n_units": len(pkg.units),
+            "n_queries": len(pkg.queries), "cost_model": pkg.cost_model, "stream_cost": stream_cost(pkg),
+            "results": results, "ablation": {"dropped_kinds": list(ABLATION_KINDS), "results": ablation},
+            "build_seconds": round(time.perf_counter() - started, 3)}
+
+
+def build_set(name: str, root, *, force: bool = False, say=None) -> dict:
+    """Write set ``name`` under ``root/name``: generated packages, then the manifest.
+
+    A generated file is rewritten only when its bytes would change; a package whose sha256
+    is unchanged keeps its manifest entry unless ``force``.  Any other ``*.json`` already in
+    the directory (not written by this function) is a hand-built package: it is never
+    modified, and enters the manifest with ``"generator": "hand-built"`` and its certified OPTs.
+    """
+    from ..certificate import _backend_versions
+    from ..package import load_package, package_sha256, package_to_dict
+    from . import GENERATOR_VERSION, generate, write_package
+    from .. import __version__
+
+    say = say or (lambda line: None)
+    directory = Path(root) / name
+    directory.mkdir(parents=True, exist_ok=True)
+    old = {}
+    if manifest_path(directory).exists():
+        try:
+            old = {p["file"]: p for p in load_manifest(directory)["packages"]}
+        except ManifestError as exc:
+            say(f"ignoring the old manifest: {exc}")
+    entries = []
+    generated = set()
+    for family, seed, params in set_specs(name):
+        pkg = generate(family, seed, **params)
+        path = directory / f"{pkg.id}.json"
+        generated.add(path.name)
+        text = json.dumps(package_to_dict(pkg), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        if not path.exists() or path.read_bytes() != text.encode("utf-8"):
+            write_package(pkg, path)
+            say(f"wrote {path}")
+        provenance = {"generator": family, "generator_version": GENERATOR_VERSION, "seed": seed,
+                      "params": pkg.meta["params"]}
+        entries.append((path, pkg, provenance))
+    for path in sorted(directory.glob("*.json")):
+        if path.name in generated or path.name == "manifest.json":
+            continue
+        pkg = load_package(path)
+        entries.append((path, pkg, {"generator": "hand-built", "generator_version": None, "seed": None,
+                                    "params": None}))
+    packages = []
+    for path, pkg, provenance in entries:
+        prev = old.get(path.name)
+        if (not force and prev is not None and prev.get("sha256") == package_sha256(path)
+                and [r["budget_frac"] for r in prev.get("results", [])] == list(BUDGET_FRACS)
+                and all(prev.get(k) == v for k, v in provenance.items())):
+            packages.append(prev)
+            continue
+        say(f"certifying {path.name} at {', '.join(f'{f:g}' for f in BUDGET_FRACS)} of the stream cost...")
+        packages.append(_entry(path, pkg, provenance, BUDGET_FRACS))
+    manifest = {"format": MANIFEST_FORMAT, "set": name, "memaudit_version": __version__,
+                "generator_version": GENERATOR_VERSION, "budget_fracs": list(BUDGET_FRACS),
+                "method": "bnb", "backend": "milp-highs", "backend_versions": _backend_versions(),
+                "packages": packages}
+    from ..certificate import write_json
+
+    write_json(manifest, manifest_path(directory))
+    say(f"wrote {manifest_path(directory)} ({len(packages)} packages)")
+    return manifest
+
+
+def load_manifest(directory) -> dict:
+    """Read and shape-check ``directory/manifest.json``.
+
+    Raises
+    ------
+    ManifestError
+        Naming the file and the first field that is missing or malformed.
+    """
+    path = manifest_path(directory)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ManifestError(f"{path}: no such file; build it with scripts/build_packages_data.py") from None
+    except (OSError, ValueError) as exc:
+        raise ManifestError(f"{path}: cannot read it as JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+        raise ManifestError(f"{path}: format must be {MANIFEST_FORMAT!r}; got "
+                            f"{data.get('format') if isinstance(data, dict) else type(data).__name__!r}")
+    packages = data.get("packages")
+    if not isinstance(packages, list):
+        raise ManifestError(f"{path}: packages must be a list")
+    for i, p in enumerate(packages):
+        for key in ("file", "id", "sha256", "generator", "results", "ablation"):
+            if not isinstance(p, dict) or key not in p:
+                raise ManifestError(f"{path}: packages[{i}] has no {key!r}")
+        for j, r in enumerate(p["results"]):
+            for key in ("budget_frac", "budget", "opt", "store"):
+                if key not in r:
+                    raise ManifestError(f"{path}: packages[{i}] ({p['file']!r}).results[{j}] has no {key!r}")
+        if os.sep in p["file"] or p["file"].startswith("."):
+            raise ManifestError(f"{path}: packages[{i}].file must be a plain file name; got {p['file']!r}")
+    return data
