@@ -196,3 +196,17 @@ def test_kind_writer_writes_only_its_kind_and_needs_kinds():
 def test_bad_pick_is_rejected():
     with pytest.raises(ValueError, match="pick must be one of"):
         fifo(random_problem(5, seed=0), 10.0, pick="smart")
+
+
+def test_baseline_ratios_script_prints_one_row_per_method():
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = Path(__file__).resolve().parents[1] / "scripts" / "baseline_ratios.py"
+    out = subprocess.run([sys.executable, str(script), "--sizes", "8", "--seeds", "2", "--fracs", "0.2",
+                          "--methods", "density,gvt"], capture_output=True, text=True, check=True).stdout
+    rows = [ln for ln in out.splitlines() if ln.startswith("| density") or ln.startswith("| gvt")]
+    assert len(rows) == 2
+    for row in rows:
+        mean, low = (float(x) for x in row.split("|")[2].split("/"))
+        assert 0 <= low <= mean <= 1
