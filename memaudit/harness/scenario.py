@@ -27,7 +27,7 @@ class Version:
     session: int
     value: str
     text: str
-    position: int | None = None
+    position: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class DeleteRequest:
 
     session: int
     text: str
-    position: int | None = None
+    position: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
