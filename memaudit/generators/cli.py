@@ -146,3 +146,52 @@ def report():
 
 
 COMMANDS.extend([generate, ablate_command, report])
+
+
+@report.command(name="findings")
+@click.option("--set", "sets", multiple=True, metavar="NAME",
+              help="Package set under --root (repeatable). Default: small, validity, natural.")
+@click.option("--root", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Directory holding the set directories. Default: packages_data/ of this checkout.")
+@click.option("--methods", default=None, metavar="M1,M2,...",
+              help="Methods to compare with OPT. Default: density, greedy, gvt, random, fifo, recency, "
+                   "kind:raw, kind:fact, kind:update, kind:compound_update.")
+@click.option("--resolve", is_flag=True,
+              help="Recompute OPT and the ablated OPT with bnb instead of reading the certified manifest values.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows and aggregates as one JSON document.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Also write the per-package rows as CSV to FILE.")
+def findings(sets, root, methods, resolve, as_json, output):
+    """The paper's findings on the shipped sets: baselines vs certified OPT, and the ablation.
+
+    Prints (a) the ratio to OPT (mean, min, n) and the share of validity units' weight
+    preserved, per set, budget and method; (b) OPT without tombstone and compound_update
+    candidates as a share of full OPT; then ours beside the paper's figures.
+    """
+    from ..findings import DEFAULT_METHODS, compute_findings, format_findings
+    from ..clitools import progress_printer
+
+    names = tuple(sets) or ("small", "validity", "natural")
+    method_list = tuple(m.strip() for m in methods.split(",") if m.strip()) if methods else DEFAULT_METHODS
+    found = compute_findings(names, root=root, methods=method_list, resolve=resolve,
+                             progress=progress_printer(False))
+    if output is not None:
+        import csv
+        import io
+
+        from ..fileio import atomic_write
+
+        buf = io.StringIO()
+        keys = ["set", "package", "generator", "budget_frac", "budget", "method", "opt", "value", "ratio",
+                "validity_share"]
+        w = csv.DictWriter(buf, fieldnames=keys, extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        w.writerows(found.rows)
+        atomic_write(output, buf.getvalue().encode("utf-8"))
+    if as_json:
+        from ..findings import PAPER
+
+        click.echo(json.dumps({"summary": found.summary(), "ablation": found.ablation_summary(),
+                               "unavailable": found.unavailable, "paper": PAPER}, indent=2))
+    else:
+        click.echo(format_findings(found))

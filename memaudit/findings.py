@@ -1,0 +1,239 @@
+"""The paper's findings, measured on the shipped package sets: baselines against certified OPT, and the ablation.
+
+(a) For every set, budget and method: the ratio of the method's value to the certified OPT
+recorded in the set's manifest (mean, min, n over the packages) and the share of the
+validity units' weight the store preserves.  (b) OPT without tombstone and compound_update
+candidates as a fraction of the full OPT, per budget.  Both beside the paper's figures
+(density 26-36 % of OPT on tight budgets, GVT near optimal, ablation 52-81 %).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import MemauditError
+
+__all__ = ["DEFAULT_METHODS", "PAPER", "Findings", "compute_findings", "format_findings", "default_root",
+           "validity_share", "FindingsError"]
+
+#: the methods compared with OPT: offline baselines, then online writers
+DEFAULT_METHODS = ("density", "greedy", "gvt", "random", "fifo", "recency", "kind:raw", "kind:fact", "kind:update",
+                   "kind:compound_update")
+
+#: the paper's figures (arXiv 2605.02199, as summarised in seed 002)
+PAPER = {
+    "density_tight": "26-36 % of OPT on tight budgets (fails to preserve validity-state units)",
+    "gvt": "near optimal",
+    "ablation": "52-81 % of full OPT, depending on the budget",
+}
+
+#: the budget fraction called "tight"
+TIGHT = 0.1
+
+#: unit kinds counted as validity state
+VALIDITY_KINDS = ("validity",)
+
+
+class FindingsError(MemauditError, ValueError):
+    """A findings input is missing or does not match its manifest."""
+
+
+def default_root() -> Path:
+    """``packages_data/`` of the source checkout this module runs from."""
+    return Path(__file__).resolve().parents[1] / "packages_data"
+
+
+def validity_share(problem, chosen, unit_kinds) -> float | None:
+    """Weighted share of the validity units' value a store preserves (None when there is none).
+
+    ``sum_r w_r h_r(s_r) / sum_r w_r h_r(inf)`` over the units whose kind is ``validity``.
+    """
+    from solvers.objective import coverage_sums, unit_values
+
+    mask = np.isin(np.asarray(unit_kinds), VALIDITY_KINDS)
+    if not mask.any():
+        return None
+    got = unit_values(problem, coverage_sums(problem, chosen))[mask].sum()
+    full = unit_values(problem, np.full(problem.n_units, 1e9))[mask].sum()
+    return float(got / full)
+
+
+@dataclass
+class Findings:
+    """Every measured row and the aggregates.
+
+    Attributes
+    ----------
+    rows : list of dict
+        One per (set, package, budget_frac, method): ``ratio`` (value / OPT), ``validity_share``.
+        ``method`` ``OPT`` is the certified store itself.
+    ablation_rows : list of dict
+        One per (set, package, budget_frac): ``opt``, ``ablated_opt``, ``ratio``.
+    unavailable : list of str
+        Requested methods that are not registered (reported, not run).
+    """
+
+    rows: list = field(default_factory=list)
+    ablation_rows: list = field(default_factory=list)
+    unavailable: list = field(default_factory=list)
+    sets: list = field(default_factory=list)
+    budget_fracs: list = field(default_factory=list)
+    methods: list = field(default_factory=list)
+
+    def summary(self) -> list[dict]:
+        """Mean / min ratio, n and mean validity share per (set, budget_frac, method)."""
+        out = []
+        for s in self.sets:
+            for f in self.budget_fracs:
+                for m in ["OPT", *self.methods]:
+                    rs = [r for r in self.rows if r["set"] == s and r["budget_frac"] == f and r["method"] == m]
+                    if not rs:
+                        continue
+                    ratios = [r["ratio"] for r in rs]
+                    shares = [r["validity_share"] for r in rs if r["validity_share"] is not None]
+                    out.append({"set": s, "budget_frac": f, "method": m, "n": len(rs),
+                                "mean": float(np.mean(ratios)), "min": float(np.min(ratios)),
+                                "validity_share": float(np.mean(shares)) if shares else None,
+                                "n_with_validity": len(shares)})
+        return out
+
+    def ablation_summary(self) -> list[dict]:
+        out = []
+        for s in [*self.sets, "all"]:
+            for f in self.budget_fracs:
+                rs = [r["ratio"] for r in self.ablation_rows
+                      if (s == "all" or r["set"] == s) and r["budget_frac"] == f]
+                if rs:
+                    out.append({"set": s, "budget_frac": f, "n": len(rs), "mean": float(np.mean(rs)),
+                                "min": float(np.min(rs)), "max": float(np.max(rs))})
+        return out
+
+
+def compute_findings(sets=("small", "validity", "natural"), *, root=None, methods=DEFAULT_METHODS,
+                     resolve: bool = False, progress=None) -> Findings:
+    """Run every method on every package of ``sets`` at the manifest's budgets.
+
+    Parameters
+    ----------
+    sets : sequence of str
+        Set directories under ``root`` (each with a ``manifest.json``).
+    root : path, optional
+        Default :func:`default_root`.
+    methods : sequence of str
+        Registered method names (``kind:<k>`` included); unknown ones are listed in
+        ``Findings.unavailable`` and skipped.
+    resolve : bool
+        Recompute OPT (bnb, proven optimal) and the ablated OPT instead of reading the
+        certified values from the manifests.
+
+    Raises
+    ------
+    FindingsError
+        A set has no manifest, or a package file's sha256 differs from its manifest entry.
+    """
+    from solvers.registry import get_method
+
+    from .generators.ablate import ablate
+    from .generators.datasets import ManifestError, load_manifest
+    from .package import compile_package, load_package, package_sha256
+    from .solve import solve_package
+
+    root = Path(root) if root is not None else default_root()
+    say = progress or (lambda line: None)
+    found = Findings(sets=list(sets))
+    runnable = []
+    for m in methods:
+        try:
+            get_method(m)
+        except ValueError:
+            found.unavailable.append(m)
+            continue
+        runnable.append(m)
+    found.methods = runnable
+    fracs: list = []
+    for s in sets:
+        try:
+            manifest = load_manifest(root / s)
+        except ManifestError as exc:
+            raise FindingsError(str(exc)) from None
+        fracs.extend(f for f in manifest["budget_fracs"] if f not in fracs)
+        say(f"{s}: {len(manifest['packages'])} packages")
+        for entry in manifest["packages"]:
+            path = root / s / entry["file"]
+            if not path.exists() or package_sha256(path) != entry["sha256"]:
+                raise FindingsError(f"{path}: missing or changed since its manifest was written; rerun "
+                                    "scripts/build_packages_data.py")
+            pkg = load_package(path)
+            compiled = compile_package(pkg)
+            problem = compiled.problem
+            kinds = [u.kind for u in pkg.units]
+            ablated_pkg = None
+            for r, ab in zip(entry["results"], entry["ablation"]["results"]):
+                budget, frac = r["budget"], r["budget_frac"]
+                if resolve:
+                    opt = solve_package(pkg, budget=budget, backend=None).value
+                    if ablated_pkg is None:
+                        ablated_pkg = ablate(pkg, entry["ablation"]["dropped_kinds"])
+                    ablated_opt = solve_package(ablated_pkg, budget=budget, backend=None).value
+                else:
+                    opt, ablated_opt = r["opt"], ab["opt"]
+                base = {"set": s, "package": entry["id"], "generator": entry["generator"], "budget_frac": frac,
+                        "budget": budget, "opt": opt}
+                opt_store = compiled.indices(r["store"])
+                found.rows.append({**base, "method": "OPT", "value": opt, "ratio": 1.0,
+                                   "validity_share": validity_share(problem, opt_store, kinds)})
+                for m in runnable:
+                    res = get_method(m)(problem, budget)
+                    ratio = res.value / opt if opt > 0 else 1.0
+                    found.rows.append({**base, "method": m, "value": res.value, "ratio": ratio,
+                                       "validity_share": validity_share(problem, res.chosen, kinds)})
+                found.ablation_rows.append({**base, "ablated_opt": ablated_opt,
+                                            "ratio": ablated_opt / opt if opt > 0 else 1.0})
+    found.budget_fracs = sorted(fracs)
+    return found
+
+
+def _p(x) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
+
+
+def format_findings(found: Findings) -> str:
+    """The findings as plain-text tables, then ours beside the paper's figures."""
+    from .clitools import table_lines
+
+    lines = ["(a) ratio to certified OPT per set, budget (fraction of the stream cost) and method;",
+         "    'validity' = mean share of the validity units' weight the store preserves", ""]
+    summary = found.summary()
+    rows = [(r["set"], f"{r['budget_frac']:g}", r["method"], r["n"], _p(r["mean"]), _p(r["min"]),
+             _p(r["validity_share"])) for r in summary]
+    lines += table_lines(("set", "budget", "method", "n", "mean", "min", "validity"), rows,
+                         ("<", ">", "<", ">", ">", ">", ">"))
+    if found.unavailable:
+        lines.append(f"  not registered, not run: {', '.join(found.unavailable)}")
+    lines += ["", "(b) OPT without tombstone and compound_update candidates, as a share of full OPT", ""]
+    ab = found.ablation_summary()
+    lines += table_lines(("set", "budget", "n", "mean", "min", "max"),
+                         [(r["set"], f"{r['budget_frac']:g}", r["n"], _p(r["mean"]), _p(r["min"]), _p(r["max"]))
+                          for r in ab], ("<", ">", ">", ">", ">", ">"))
+    lines += ["", "ours beside the paper", ""]
+    cmp = []
+    for s in found.sets:
+        d = next((r for r in summary if r["set"] == s and r["budget_frac"] == TIGHT and r["method"] == "density"),
+                 None)
+        if d:
+            cmp.append((f"density, tight budget ({TIGHT:g}), {s}", f"mean {_p(d['mean'])}, min {_p(d['min'])}",
+                        PAPER["density_tight"]))
+    g = [r for r in summary if r["method"] == "gvt"]
+    if g:
+        cmp.append(("GVT, every set and budget", f"mean {_p(np.mean([r['mean'] for r in g]))}, min "
+                    f"{_p(min(r['min'] for r in g))}", PAPER["gvt"]))
+    for r in ab:
+        if r["set"] == "all":
+            cmp.append((f"ablation, budget {r['budget_frac']:g}, all sets",
+                        f"mean {_p(r['mean'])}, range {_p(r['min'])}-{_p(r['max'])}", PAPER["ablation"]))
+    lines += table_lines(("finding", "ours", "paper"), cmp, ("<", "<", "<"))
+    return "\n".join(lines)
