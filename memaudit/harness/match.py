@@ -28,8 +28,16 @@ def value_tokens(value: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=4096)
 def _pattern(tokens: tuple[str, ...]) -> re.Pattern:
-    body = r"[\W_]+".join(re.escape(t) for t in tokens)
-    return re.compile(r"(?<![^\W_])" + body + r"(?![^\W_])", re.IGNORECASE)
+    # starts with a literal (fast scanning); the left boundary is checked by the caller
+    return re.compile(r"[\W_]+".join(re.escape(t) for t in tokens) + r"(?![^\W_])")
+
+
+@functools.lru_cache(maxsize=64)
+def _lower(text: str) -> str:
+    return text.lower()
+
+
+_ALNUM_CHAR = re.compile(r"[^\W_]")
 
 
 def contains_value(text: str, value: str, mode: str = "tokens") -> bool:
@@ -46,6 +54,8 @@ def contains_value(text: str, value: str, mode: str = "tokens") -> bool:
     (True, False)
     >>> contains_value("release/2026.3 is cut", "release/2026.3"), contains_value("cut 2026.3", "release/2026.3")
     (True, False)
+    >>> contains_value("ba a a", "a a"), contains_value("xnode 20", "Node 20")
+    (True, False)
     >>> contains_value("the user prefers uv", "UV", "substring"), contains_value("uvloop", "uv", "substring")
     (True, True)
     """
@@ -56,7 +66,13 @@ def contains_value(text: str, value: str, mode: str = "tokens") -> bool:
     tokens = value_tokens(value)
     if not tokens:
         return False
-    return _pattern(tokens).search(text) is not None
+    low, pattern, pos = _lower(text), _pattern(tokens), 0
+    while (m := pattern.search(low, pos)) is not None:
+        start = m.start()
+        if start == 0 or not _ALNUM_CHAR.match(low, start - 1):
+            return True
+        pos = start + 1  # a match glued to a word on its left: look again one character later
+    return False
 
 
 def words(text: str) -> set[str]:
