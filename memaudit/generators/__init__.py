@@ -16,7 +16,7 @@ def _generators() -> dict:
     return {"small": generate_small, "validity": generate_validity, "natural": generate_natural}
 
 
-#: family name -> generator function ``fn(seed, *, package_id=None, **params) -> Package``
+#: the families :func:`generate` knows (``density-trap`` is a separate command)
 GENERATORS = ("small", "validity", "natural")
 
 
@@ -41,10 +41,10 @@ def generate(family: str, seed: int = 0, *, package_id: str | None = None, **par
 
 
 def write_package(pkg, path) -> None:
-    """Write a generated package byte-for-byte reproducibly (sorted nothing: the generator fixes every order).
+    """Write a generated package atomically, byte-for-byte reproducibly.
 
-    :func:`memaudit.package.save_package` already writes deterministic JSON (indent 2, UTF-8,
-    fields in model order, dict keys in insertion order) and validates the data first.
+    :func:`memaudit.package.save_package` writes deterministic JSON (indent 2, UTF-8, fields in
+    model order, dict keys in insertion order, which the generators fix) and validates the data first.
     """
     from ..package import save_package
 
