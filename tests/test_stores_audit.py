@@ -485,7 +485,8 @@ def test_union_command_cannot_detect_product(tmp_path):
 @pytest.mark.parametrize("name, product", [("mem0_sample_b.json", "mem0"), ("mem0_paginated.json", "mem0"),
                                            ("mem0_history.json", "mem0"), ("letta_sample_b.af", "letta"),
                                            ("letta_double_encoded.af", "letta"), ("letta_passages.json", "letta"),
-                                           ("amem_sample_b.json", "amem"), ("amem_memory_all.json", "amem")])
+                                           ("amem_sample_b.json", "amem"), ("amem_memory_all.json", "amem"),
+                                           ("mem0_openmemory_backup.json", "mem0")])
 def test_product_detection_on_fixtures(name, product):
     assert load_any(FIX / name).product == product
 

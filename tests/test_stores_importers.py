@@ -368,3 +368,12 @@ def test_importers_never_modify_the_file(tmp_path):
 ])
 def test_parse_time(raw, expected):
     assert parse_time(raw) == expected
+
+
+def test_mem0_openmemory_backup_retains_deleted_and_archived():
+    e = load_export("mem0", FIX / "mem0_openmemory_backup.json")
+    assert e.shape == "mem0 OpenMemory backup (memories.json)"
+    assert [i.id for i in e.items] == ["om-1", "om-4"]  # active only, newest first
+    assert {r["id"]: r["where"] for r in e.retained} == {"om-2": "OpenMemory backup, state 'deleted'",
+                                                         "om-3": "OpenMemory backup, state 'archived'"}
+    assert not holds(e, PHONE) and PHONE in e.retained[0]["text"]

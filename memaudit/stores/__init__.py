@@ -44,6 +44,8 @@ def detect_product(data) -> str | None:
     if isinstance(data, dict):
         if "agents" in data or "core_memory" in data:
             return "letta"
+        if isinstance(data.get("memories"), list) and ("export_meta" in data or "status_history" in data):
+            return "mem0"  # OpenMemory backup memories.json
         if any(k in data for k in ("notes", "note", "memories")) or ("ids" in data and "metadatas" in data):
             return "amem"
         if data.get("kind") == "mem0_oss_qdrant_export":

@@ -134,7 +134,8 @@ def _print_audit(r):
 @click.command("audit")
 @click.argument("package", type=click.Path())
 @click.option("--mem0", "mem0_file", type=click.Path(), default=None, metavar="FILE",
-              help="A Mem0 export (get_all dump, paginated page, migration export or history rows).")
+              help="A Mem0 export (get_all dump, paginated page, migration export, history rows or OpenMemory "
+                   "memories.json).")
 @click.option("--letta", "letta_file", type=click.Path(), default=None, metavar="FILE",
               help="A Letta agent file (.af, current or legacy) or an archival passage list.")
 @click.option("--amem", "amem_file", type=click.Path(), default=None, metavar="FILE",

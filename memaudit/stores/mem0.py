@@ -22,7 +22,9 @@ def load_mem0(path, *, max_bytes: int | None = DEFAULT_MAX_BYTES) -> Export:
     ``{"kind": "mem0_oss_qdrant_export", "records": [...]}``, and a list of ``history()`` rows
     (``memory_id``, ``event`` ADD / UPDATE / DELETE, ``old_memory``, ``new_memory``), from which
     the store is rebuilt (the last text of every memory not deleted) and deleted texts are kept
-    as *retained*.
+    as *retained*, and the OpenMemory backup ``memories.json`` (``{"memories": [{"id", "content",
+    "state", ...}], ...}``), whose ``active`` memories are the store and whose paused, archived and
+    deleted ones (exported too) are *retained*.
 
     Raises
     ------
@@ -54,9 +56,11 @@ def mem0_from_data(data, path: str = "<mem0>") -> Export:
                     warnings.append(f"{path}: this is one page ({len(rows)} of {count} memories; next = "
                                     f"{data.get('next')!r}); fetch every page and concatenate the results to audit "
                                     "the whole store")
+        elif isinstance(data.get("memories"), list):
+            return _from_openmemory(data, path)
         else:
-            raise StoreError(f"{path}: not a Mem0 export: a JSON object needs 'results' (get_all) or 'records' "
-                             f"(migration export); got keys {sorted(data)[:8]}")
+            raise StoreError(f"{path}: not a Mem0 export: a JSON object needs 'results' (get_all), 'records' "
+                             f"(migration export) or 'memories' (OpenMemory backup); got keys {sorted(data)[:8]}")
     else:
         raise StoreError(f"{path}: not a Mem0 export: expected a JSON list or object at the top level; "
                          f"got {type(data).__name__}")
@@ -153,3 +157,32 @@ def _from_history(rows: list, path: str) -> Export:
         warnings.append(f"{path}: the history leaves no memory in the store (every memory was deleted)")
     return Export("mem0", path, "mem0 history() rows (store rebuilt from ADD / UPDATE / DELETE)", _ranked(items),
                   _ORDER, retained=retained, warnings=warnings)
+
+
+def _from_openmemory(data: dict, path: str) -> Export:
+    """OpenMemory ``memories.json``: active memories are served; paused / archived / deleted ones are retained."""
+    items, retained, warnings = [], [], []
+    seen: set[str] = set()
+    for i, row in enumerate(data["memories"]):
+        at = where(path, i, row)
+        if not isinstance(row, dict):
+            raise StoreError(f"{at}: a memory must be an object (JSON {{...}}); got {type(row).__name__}")
+        mid = expect(row, "id", str, at, required=True)
+        if mid in seen:
+            raise StoreError(f"{at}: field 'id' must be unique; {mid!r} appears twice")
+        seen.add(mid)
+        text = expect(row, "content", str, at, required=True)
+        state = expect(row, "state", (str, type(None)), at) or "active"
+        raw_time = expect(row, "updated_at", (str, type(None)), at) or expect(row, "created_at", (str, type(None)), at)
+        if state != "active":
+            retained.append({"id": mid, "text": text, "where": f"OpenMemory backup, state {state!r}"})
+            continue
+        if text.strip():
+            items.append(MemoryItem(id=mid, text=text, time=parse_time(raw_time), time_raw=raw_time, rank=0,
+                                    source="memory", provenance={"file": path, "index": i, "state": state,
+                                                                 "app_id": row.get("app_id")}))
+    if retained:
+        warnings.append(f"{path}: {len(retained)} memories are paused, archived or deleted: not served, but kept in "
+                        "the backup (scanned for leaks)")
+    return Export("mem0", path, "mem0 OpenMemory backup (memories.json)", _ranked(items), _ORDER,
+                  retained=retained, warnings=warnings)
