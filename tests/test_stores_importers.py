@@ -102,7 +102,7 @@ def test_mem0_exactly_twenty_items_warns_truncation(tmp_path):
     ({"results": [{"id": "a", "memory": "x", "metadata": []}]}, r"field 'metadata' must be an object"),
     ({"results": [{"id": "a", "memory": "x"}, {"id": "a", "memory": "y"}]}, r"'id' must be unique"),
     ({"results": "nope"}, r"top level: field 'results' must be a list"),
-    ({"memories": []}, r"not a Mem0 export"),
+    ({"things": []}, r"not a Mem0 export"),
     (["not an object"], r"item \[0\]: a memory item must be an object"),
 ])
 def test_mem0_wrong_types_name_file_item_field(tmp_path, payload, match):
