@@ -21,20 +21,20 @@ from .package import compile_package, load_package, package_sha256, stream_cost
 from .solve import SolveReport, declined_message, method_time_limit, resolve_backend, run_solver
 
 __all__ = ["CERTIFICATE_FORMAT", "build_certificate", "write_certificate", "write_json", "load_certificate",
-           "verify_certificate", "VerifyReport", "Check"]
+           "verify_certificate", "VerifyReport", "Check", "jsonable", "solver_versions"]
 
 #: the certificate format version this module writes and reads
 CERTIFICATE_FORMAT = "memaudit-certificate/1"
 
 
-def _jsonable(v):
+def jsonable(v):
     """Plain JSON data from results and stats: numpy scalars/arrays unwrapped, non-finite floats as strings."""
     if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
+        return {str(k): jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
+        return [jsonable(x) for x in v]
     if isinstance(v, np.ndarray):
-        return [_jsonable(x) for x in v.tolist()]
+        return [jsonable(x) for x in v.tolist()]
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, float) and not math.isfinite(v):
@@ -50,7 +50,7 @@ def _gap_settings(result) -> dict:
 
 def _result_entry(result, compiled) -> dict:
     d = result.to_dict()
-    return _jsonable({
+    return jsonable({
         "method": d["method"], "settings": d["settings"], "status": d["status"], "value": d["value"],
         "cost": d["cost"], "bound": d["bound"], "gap": d["gap"], "wall_time": d["wall_time"],
         "chosen": compiled.ids(result.chosen), "gap_settings": _gap_settings(result), "stats": d["stats"],
@@ -58,7 +58,8 @@ def _result_entry(result, compiled) -> dict:
     })
 
 
-def _backend_versions() -> dict:
+def solver_versions() -> dict:
+    """Names and versions of the installed MILP back-ends (recorded in certificates and manifests)."""
     try:
         from solvers.milp import backend_versions
     except ImportError:  # pragma: no cover - solvers.milp always ships it today
@@ -75,7 +76,7 @@ def build_certificate(report: SolveReport, package_path, budget_frac: float | No
     """
     path = os.fspath(package_path)
     compiled = report.compiled
-    versions = _backend_versions()
+    versions = solver_versions()
     backends = {}
     for r in report.results:
         if r.method in versions:
@@ -105,7 +106,7 @@ def build_certificate(report: SolveReport, package_path, budget_frac: float | No
         "results": [_result_entry(r, compiled) for r in report.results],
         "backends": backends,
     })
-    return _jsonable(cert)
+    return jsonable(cert)
 
 
 def write_json(data, path) -> None:

@@ -53,9 +53,9 @@ def manifest_path(directory) -> Path:
 
 
 def _method_entry(result, compiled) -> dict:
-    from ..certificate import _jsonable
+    from ..certificate import jsonable
 
-    return _jsonable({"status": result.status, "value": result.value, "wall_time": round(result.wall_time, 4),
+    return jsonable({"status": result.status, "value": result.value, "wall_time": round(result.wall_time, 4),
                       "stats": dict(result.stats), "n_chosen": len(result.chosen)})
 
 
@@ -108,7 +108,7 @@ def build_set(name: str, root, *, force: bool = False, say=None) -> dict:
     the directory (not written by this function) is a hand-built package: it is never
     modified, and enters the manifest with ``"generator": "hand-built"`` and its certified OPTs.
     """
-    from ..certificate import _backend_versions
+    from ..certificate import solver_versions
     from ..package import load_package, package_sha256, package_to_dict
     from . import GENERATOR_VERSION, generate, write_package
     from .. import __version__
@@ -153,7 +153,7 @@ def build_set(name: str, root, *, force: bool = False, say=None) -> dict:
         packages.append(_entry(path, pkg, provenance, BUDGET_FRACS))
     manifest = {"format": MANIFEST_FORMAT, "set": name, "memaudit_version": __version__,
                 "generator_version": GENERATOR_VERSION, "budget_fracs": list(BUDGET_FRACS),
-                "method": "bnb", "backend": "milp-highs", "backend_versions": _backend_versions(),
+                "method": "bnb", "backend": "milp-highs", "backend_versions": solver_versions(),
                 "packages": packages}
     from ..certificate import write_json
 
