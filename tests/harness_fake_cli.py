@@ -1,16 +1,20 @@
 """A scripted stand-in for a model CLI (``claude -p``, ``llm``): reads the prompt on standard input.
 
     python harness_fake_cli.py reader [--log FILE] [--fail-first N --state FILE] [--sleep S] [--garbage]
+                                      [--say TEXT] [--spawn-sleep S --pid-file FILE]
     python harness_fake_cli.py judge  [--log FILE] [--garbage]
 
 reader: answers with the memory line sharing the most words with the question (at least 2), else
-"I don't know."; judge: applies the yes / no / STALE rubric by plain substring tests.  No network.
+"I don't know."; judge: applies the yes / no / STALE rubric by plain substring tests.  ``--say``
+prints TEXT whatever the prompt; ``--spawn-sleep`` starts a grandchild that sleeps S seconds with
+the same standard output (writing its pid to FILE) before answering.  No network.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import subprocess
 import sys
 import time
 
@@ -53,6 +57,9 @@ def main() -> int:
     ap.add_argument("--state")
     ap.add_argument("--sleep", type=float, default=0.0)
     ap.add_argument("--garbage", action="store_true")
+    ap.add_argument("--say")
+    ap.add_argument("--spawn-sleep", type=float, default=0.0)
+    ap.add_argument("--pid-file")
     args = ap.parse_args()
     prompt = sys.stdin.read()
     if args.log:
@@ -69,10 +76,18 @@ def main() -> int:
         if calls < args.fail_first:
             print("boom: simulated failure", file=sys.stderr)
             return 3
+    if args.spawn_sleep:
+        child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({args.spawn_sleep})"])
+        if args.pid_file:
+            with open(args.pid_file, "w", encoding="utf-8") as fh:
+                fh.write(str(child.pid))
     if args.sleep:
         time.sleep(args.sleep)
     if args.garbage:
         print("maybe, hard to say")
+        return 0
+    if args.say is not None:
+        print(args.say)
         return 0
     print(reader(prompt) if args.mode == "reader" else judge(prompt))
     return 0

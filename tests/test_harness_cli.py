@@ -138,3 +138,29 @@ def test_not_a_run_file(runner, tmp_path):
     p = tmp_path / "x.json"
     p.write_text('{"format": "memaudit-package/1"}')
     one_line_error(invoke(runner, "diff", p, p), "format must be 'memaudit-harness-run/1'")
+
+
+# -- review fixes ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("extra,match", [
+    (["--timeout", "inf"], "timeout must be a finite number"),
+    (["--backoff", "nan"], "backoff must be a finite number"),
+    (["--backoff", "inf"], "backoff must be a finite number"),
+])
+def test_non_finite_reader_settings_are_one_line(runner, extra, match):
+    one_line_error(invoke(runner, "run", EXAMPLE, "--policy", "profile", "--reader-cmd", fake("reader"), *extra), match)
+
+
+def test_reader_that_cannot_be_run_is_one_line(runner, tmp_path):
+    p = tmp_path / "notexec.txt"
+    p.write_text("not a program\n")
+    p.chmod(0o755)
+    one_line_error(invoke(runner, "run", EXAMPLE, "--policy", "profile", "--reader-cmd", p, "--retries", "0"),
+                   "cannot be run")
+
+
+def test_uncreatable_cache_dir_is_one_line(runner, tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    one_line_error(invoke(runner, "run", EXAMPLE, "--policy", "profile", "--reader-cmd", fake("reader"),
+                          "--cache-dir", f / "sub"), "cannot write the cache entry")

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import shlex
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -29,7 +31,9 @@ __all__ = ["Answer", "Reader", "mechanical_reader", "classifier_reader", "comman
 
 @dataclass(frozen=True)
 class Answer:
-    """What a reader returned: ``text`` (None when it abstained) and whether it came from the cache."""
+    """What a reader returned: ``text`` (the mechanical reader gives None when it abstains; a
+    command reader always keeps its output), whether it is an abstention, and whether it came
+    from the cache."""
 
     text: str | None
     abstained: bool
@@ -102,18 +106,29 @@ Question: {question}
 Answer in one short sentence."""
 
 _ABSTAIN = re.compile(r"\b(i\s+don'?t\s+know|i\s+do\s+not\s+know|no\s+record|not\s+in\s+(the|my)\s+memory|"
-                      r"cannot\s+tell|can'?t\s+tell)\b", re.IGNORECASE)
+                      r"cannot\s+tell|can'?t\s+tell|no\s+information|not\s+(mentioned|stated|specified)|"
+                      r"(does\s+not|doesn'?t)\s+(say|mention|state|contain|specify))\b", re.IGNORECASE)
+
+#: where an answer splits into clauses: sentence ends, semicolons, colons, new lines, and the
+#: conjunctions that introduce a claim after a hedge ("..., but it is X")
+_CLAUSES = re.compile(r"[.!?]+(?=\s|$)|[;:\n]|\b(?:but|though|although|however|yet)\b", re.IGNORECASE)
 
 
 def is_abstention(text: str) -> bool:
-    """Whether a free-text answer declines ("I don't know", "no record", ...).
+    """Whether a free-text answer declines: it is empty, or every clause of it says "I don't
+    know", "no record", "the memory does not say" and the like.  A hedge followed by a claim
+    ("I don't know exactly, but it is X") is an answer.  Curly apostrophes count as straight ones.
 
     Examples
     --------
-    >>> is_abstention("I don't know."), is_abstention("We deploy to eu-west-2.")
-    (True, False)
+    >>> is_abstention("I don't know."), is_abstention("I don\u2019t know."), is_abstention("We deploy to eu-west-2.")
+    (True, True, False)
+    >>> is_abstention("I don't know exactly, but it is eu-central-1")
+    False
     """
-    return not text.strip() or _ABSTAIN.search(text) is not None
+    text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u02bc", "'")
+    clauses = [c for c in _CLAUSES.split(text) if c and re.search(r"\w", c)]
+    return all(_ABSTAIN.search(c) is not None for c in clauses)
 
 
 def split_command(cmd, what: str) -> list[str]:
@@ -140,14 +155,16 @@ def run_command(argv: list[str], prompt: str, *, timeout: float = 120.0, retries
     """Send ``prompt`` to the command ``argv`` on standard input; return (stripped output, cached).
 
     A run that exits non-zero, times out or prints nothing is retried ``retries`` times, waiting
-    ``backoff * 2**attempt`` seconds between attempts.  With ``cache_dir``, outputs are cached in
-    a JSON file keyed by sha256 of (command, prompt): a rerun asks nothing twice.
+    ``backoff``, then ``2 * backoff``, ``4 * backoff``, ... seconds before each retry.  The command
+    runs in its own process group; on a time-out the whole group is killed (a wrapper's children
+    too).  With ``cache_dir``, outputs are cached in a JSON file keyed by sha256 of (command,
+    prompt): a rerun asks nothing twice.
 
     Raises
     ------
     ReaderError
-        When the command cannot be started, or still fails after the retries; names the command,
-        the ``item`` (probe) and the last failure.
+        When the command cannot be started, or still fails after the retries, or its output
+        cannot be cached; names the command, the ``item`` (probe) and the last failure.
     """
     path = _cache_path(cache_dir, argv, prompt) if cache_dir else None
     if path and os.path.exists(path):
@@ -160,21 +177,23 @@ def run_command(argv: list[str], prompt: str, *, timeout: float = 120.0, retries
     last = ""
     for attempt in range(retries + 1):
         if attempt:
-            time.sleep(backoff * 2 ** (attempt - 1))
+            time.sleep(min(_MAX_SECONDS, backoff * 2.0 ** min(attempt - 1, 60)))
         try:
-            proc = subprocess.run(argv, input=prompt, capture_output=True, text=True, timeout=timeout,
-                                  encoding="utf-8", errors="replace")
+            returncode, stdout, stderr = _run_once(argv, prompt, timeout)
         except FileNotFoundError:
             raise ReaderError(f"{what} {shlex.join(argv)!r}: program {argv[0]!r} not found") from None
         except PermissionError:
             raise ReaderError(f"{what} {shlex.join(argv)!r}: program {argv[0]!r} is not executable") from None
+        except OSError as exc:
+            raise ReaderError(f"{what} {shlex.join(argv)!r}: program {argv[0]!r} cannot be run: "
+                              f"{exc.strerror or exc}") from None
         except subprocess.TimeoutExpired:
             last = f"timed out after {timeout:g} s"
             continue
-        out = proc.stdout.strip()
-        if proc.returncode != 0:
-            err = proc.stderr.strip().splitlines()
-            last = f"exit status {proc.returncode}" + (f": {err[-1]}" if err else "")
+        out = stdout.strip()
+        if returncode != 0:
+            err = stderr.strip().splitlines()
+            last = f"exit status {returncode}" + (f": {err[-1]}" if err else "")
             continue
         if not out:
             last = "empty output"
@@ -182,27 +201,72 @@ def run_command(argv: list[str], prompt: str, *, timeout: float = 120.0, retries
         if path:
             from ..fileio import atomic_write
 
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+            except OSError as exc:
+                raise ReaderError(f"{what} {shlex.join(argv)!r}: cannot write the cache entry {path}: "
+                                  f"{exc.strerror or exc}") from None
             doc = {"command": argv, "prompt_sha256": hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
                    "output": out}
-            atomic_write(path, json.dumps(doc, ensure_ascii=False).encode("utf-8"), error=ReaderError)
+            try:
+                atomic_write(path, json.dumps(doc, ensure_ascii=False).encode("utf-8"), error=ReaderError)
+            except ReaderError as exc:
+                raise ReaderError(f"{what} {shlex.join(argv)!r}: cannot write the cache entry ({exc})") from None
         return out, False
     raise ReaderError(f"{what} {shlex.join(argv)!r} failed{where} after {retries + 1} attempt(s): {last}")
 
 
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill ``proc`` and everything in its process group (it was started as a group leader)."""
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover - not POSIX
+            proc.kill()
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _run_once(argv: list[str], prompt: str, timeout: float) -> tuple[int, str, str]:
+    """One run of ``argv`` in a new session (so a time-out kills its children too)."""
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, encoding="utf-8", errors="replace", start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(prompt, timeout=timeout)
+    except BaseException:  # a time-out, or Ctrl-C: leave no process behind
+        _kill_group(proc)
+        try:
+            proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # a descendant left the group and holds the pipes
+            for fh in (proc.stdout, proc.stderr):
+                fh.close()
+            proc.wait()
+        raise
+    return proc.returncode, stdout, stderr
+
+
+#: longest time-out and back-off accepted (a day): beyond that a finite number still overflows sleep()
+_MAX_SECONDS = 86400.0
+
+
 def _check_run_settings(what, timeout, retries, backoff):
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise HarnessError(f"{what}: timeout must be a number of seconds > 0; got {timeout!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
+            or not 0 < timeout <= _MAX_SECONDS:
+        raise HarnessError(f"{what}: timeout must be a finite number of seconds in (0, {_MAX_SECONDS:g}]; "
+                           f"got {timeout!r}")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise HarnessError(f"{what}: retries must be an integer >= 0; got {retries!r}")
-    if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or backoff < 0:
-        raise HarnessError(f"{what}: backoff must be a number >= 0; got {backoff!r}")
+    if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or not math.isfinite(backoff) \
+            or not 0 <= backoff <= _MAX_SECONDS:
+        raise HarnessError(f"{what}: backoff must be a finite number of seconds in [0, {_MAX_SECONDS:g}]; "
+                           f"got {backoff!r}")
 
 
 def command_reader(cmd, *, timeout: float = 120.0, retries: int = 2, backoff: float = 1.0,
                    cache_dir: str | None = None, prompt: str = READER_PROMPT) -> Reader:
     """A reader that pipes :data:`READER_PROMPT` (memory + question) to ``cmd`` on standard input
-    and takes its standard output as the answer; an answer like "I don't know" is an abstention."""
+    and takes its standard output as the answer; an answer that only declines ("I don't know",
+    see :func:`is_abstention`) is an abstention.  The answer text is kept either way."""
     argv = split_command(cmd, "the reader command")
     _check_run_settings("the reader command", timeout, retries, backoff)
 
@@ -210,7 +274,7 @@ def command_reader(cmd, *, timeout: float = 120.0, retries: int = 2, backoff: fl
         text = prompt.format(memory="\n".join(lines) if lines else "(empty)", question=question)
         out, cached = run_command(argv, text, timeout=timeout, retries=retries, backoff=backoff,
                                   cache_dir=cache_dir, what="reader command", item=item)
-        return Answer(None, True, cached) if is_abstention(out) else Answer(out, False, cached)
+        return Answer(out, is_abstention(out), cached)
 
     return Reader("command", {"command": argv, "timeout": timeout, "retries": retries,
                               "cache": bool(cache_dir), "prompt_sha256":

@@ -161,16 +161,19 @@ class Trial:
                 if kind == "absent":
                     if not reader.answers:
                         outcome = "unscored"
+                    elif ans.abstained:
+                        outcome = "abstained"
                     elif judge is not None:
-                        outcome = judge.grade_absent(q, text or "I don't know.", item)
+                        outcome = judge.grade_absent(q, text, item)
                     else:
-                        outcome = "abstained" if ans.abstained else "answered"
-                elif judge is not None and not ans.abstained:
-                    cur, old, every = _values(fact, p.session)
-                    outcome = (judge.grade_deleted(q, text, every, item) if kind == "deleted"
-                               else judge.grade_live(q, text, cur, old, item))
+                        outcome = "answered"
                 else:
+                    # the values decide first: a hedged answer that states one is not an abstention
                     outcome = classify(fact, p.session, text, match)
+                    if judge is not None and not (ans.abstained and outcome in ("missing", "clean")):
+                        cur, old, every = _values(fact, p.session)
+                        outcome = (judge.grade_deleted(q, text, every, item) if kind == "deleted"
+                                   else judge.grade_live(q, text, cur, old, item))
                 rows.append({"probe": p.id, "session": p.session, "fact": p.fact,
                              "fact_type": fact.type if fact else None, "kind": kind, "form": form, "question": q,
                              "outcome": outcome, "tokens_injected": self.score.count(context),
