@@ -95,6 +95,41 @@ def test_match_unit(pkg, unit_id, text, expected):
     assert match_unit(unit, text) is expected
 
 
+@pytest.mark.parametrize("unit_id, text", [
+    ("test_runner.validity", "Jest is used to run the unit tests."),  # "used to" after a form of "be"
+    ("on_call.validity", "Escalations come from Priya on weekends."),  # "from" without a change verb
+    ("test_runner.validity", "We have not moved off Jest."),  # negated change
+    ("test_runner.validity", "We haven't switched from Jest yet."),
+    ("deploy_region.validity", "Deploys go to eu-west-2 and the old bucket was deleted."),  # cue too far away
+    ("deploy_region.validity", "We moved to eu-west-2 last year."),  # "moved to" names the new value
+    ("on_call.validity", "We moved the office, and Priya is on call."),
+])
+def test_validity_needs_a_cue_near_the_value(pkg, unit_id, text):
+    unit = next(u for u in pkg.units if u.id == unit_id)
+    assert match_unit(unit, text) is False
+
+
+@pytest.mark.parametrize("unit_id, text", [
+    ("test_runner.validity", "We used to run Jest."),
+    ("test_runner.validity", "We moved off Jest in August."),
+    ("test_runner.validity", "Jest is not used anymore."),
+    ("on_call.validity", "Marco took over on-call duty for Ledgerline from Priya starting 7 September 2026."),
+    ("database.validity", "User completed the database upgrade from PostgreSQL 15 to PostgreSQL 17."),
+    ("database.validity", "Database: PostgreSQL 17 (upgraded from 15 on 2026-07-13)"),  # the alias holds the cue
+    ("deploy_region.validity", "Ledgerline deployed to eu-west-2 until 2026-06-15, then moved to eu-central-1."),
+    ("personal_phone.deleted", "User asked the assistant to forget their personal phone number."),
+])
+def test_validity_cue_near_the_value_matches(pkg, unit_id, text):
+    unit = next(u for u in pkg.units if u.id == unit_id)
+    assert match_unit(unit, text) is True
+
+
+def test_a_memory_holding_a_deleted_value_earns_no_deletion_credit(pkg):
+    rows = matcher_rows(pkg, mem0_export(["User wants the phone number removed; old: +44 7700 900461",
+                                          "User wants the phone number removed."]))
+    assert [(r.memory, r.unit) for r in rows] == [("m1", "personal_phone.deleted")]
+
+
 def test_matcher_uses_unit_text_without_aliases():
     p = package_from_dict({"format": "memaudit-package/1", "id": "t", "cost_model": "words",
                            "experiences": [{"id": "e", "text": "x"}],

@@ -6,20 +6,40 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["CUES", "tokens", "sentences", "find_phrase", "mentions", "invalidated_mention", "plain_mention",
-           "unit_phrases", "match_unit", "CoverageRow", "matcher_rows"]
+__all__ = ["CUES", "CHANGE_VERBS", "tokens", "sentences", "find_phrase", "mentions", "invalidated_mention",
+           "plain_mention", "unit_phrases", "match_unit", "CoverageRow", "matcher_rows"]
 
-#: invalidation cues: a validity unit is matched only when its old value and one of these share a sentence
-CUES = ("no longer", "not anymore", "moved", "switched", "migrated", "upgraded", "replaced", "replacing", "took over",
-        "taking over", "takes over", "instead of", "formerly", "previously", "used to", "retired", "deprecated",
-        "deleted", "deleting", "delete", "removed", "removing", "remove", "forget", "forgotten", "forgetting", "erase",
-        "erased", "was replaced", "superseded")
+#: invalidation cues: a validity unit is matched when one of these sits within :data:`WINDOW` words of the old
+#: value (either side) in the same sentence, and is not negated ("not", "never", "n't" just before it)
+CUES = ("no longer", "anymore", "replaced", "replacing", "instead of", "formerly", "previously", "used to", "retired",
+        "deprecated", "deleted", "deleting", "delete", "removed", "removing", "remove", "forget", "forgotten",
+        "forgetting", "erase", "erased", "superseded", "dropped", "moved off", "switched off", "moved away",
+        "switched away")
 
-_CUE_TOKENS = None
+#: change verbs: they invalidate the value *after* them only through "from" ("switched the runner from Jest",
+#: "took over on-call from Priya"), and the value *before* them when in the past tense ("eu-west-2 until June,
+#: then moved to eu-central-1"); "moved to X" names the new value, so it never invalidates X
+CHANGE_VERBS = ("moved", "moving", "move", "switched", "switching", "switch", "migrated", "migrating", "migration",
+                "upgraded", "upgrading", "upgrade", "changed", "changing", "went", "transitioned", "took over",
+                "taking over", "takes over", "take over")
+
+_PAST_CHANGE = ("moved", "switched", "migrated", "upgraded", "changed")
+#: cues that carry their own negation (a "not" before them does not cancel them)
+_NEGATIVE_CUES = ("no longer", "anymore")
+_NEGATIONS = frozenset({"not", "never", "t", "cannot", "nor"})  # "haven't" gives the tokens "haven", "t"
+_BE = frozenset({"is", "are", "was", "were", "be", "been", "being", "s", "re", "get", "gets", "got", "getting"})
+_FROM_WORDS = frozenset({"from"})
+
+#: most words (number tokens such as dates do not count) between a cue and the value
+WINDOW = 4
+#: most words between "from" and the old value ("from AWS eu-west-2", "from PostgreSQL 15")
+_FROM_WINDOW = 3
+#: most words between a change verb and its "from" ("took over on-call duty for Ledgerline from Priya")
+_VERB_WINDOW = 8
+
 _WORD = re.compile(r"\w+")
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
-#: how many tokens may sit between "from" and the old value ("from AWS eu-west-2", "from PostgreSQL 15")
-_FROM_WINDOW = 3
+_PHRASES: dict[str, list[str]] = {}
 
 
 def tokens(text: str) -> list[str]:
@@ -62,15 +82,10 @@ def find_phrase(toks: list[str], phrase: list[str]) -> list[int]:
     return [i for i in range(len(toks) - n + 1) if toks[i:i + n] == phrase]
 
 
-def _cue_tokens():
-    global _CUE_TOKENS
-    if _CUE_TOKENS is None:
-        _CUE_TOKENS = [tokens(c) for c in CUES]
-    return _CUE_TOKENS
-
-
-def _has_cue(toks: list[str]) -> bool:
-    return any(find_phrase(toks, cue) for cue in _cue_tokens())
+def _toks(phrase: str) -> list[str]:
+    if phrase not in _PHRASES:
+        _PHRASES[phrase] = tokens(phrase)
+    return _PHRASES[phrase]
 
 
 def mentions(text: str, aliases) -> bool:
@@ -82,24 +97,99 @@ def mentions(text: str, aliases) -> bool:
     (True, False)
     """
     toks = tokens(text)
-    return any(find_phrase(toks, tokens(a)) for a in aliases)
+    return any(find_phrase(toks, _toks(a)) for a in aliases)
+
+
+def _words(toks: list[str], lo: int, hi: int) -> int:
+    """Words in ``toks[lo:hi]``, not counting number tokens (dates, versions)."""
+    return sum(1 for t in toks[max(lo, 0):hi] if not t.isdigit())
+
+
+def _negated(toks: list[str], start: int) -> bool:
+    """A negation among the three words before ``start``."""
+    k, seen = start - 1, 0
+    while k >= 0 and seen < 3:
+        if toks[k] in _NEGATIONS:
+            return True
+        seen += not toks[k].isdigit()
+        k -= 1
+    return False
+
+
+def _spans(toks: list[str], phrases, *, negatable: bool = True) -> list[tuple[int, int]]:
+    """(start, end) of every un-negated occurrence of ``phrases`` in ``toks``."""
+    out = []
+    for phrase in phrases:
+        p = _toks(phrase)
+        for s in find_phrase(toks, p):
+            if phrase == "used to" and s > 0 and toks[s - 1] in _BE:
+                continue  # "Jest is used to run the tests" states a use, not a past one
+            if negatable and phrase not in _NEGATIVE_CUES and _negated(toks, s):
+                continue
+            out.append((s, s + len(p)))
+    return out
+
+
+def _self_invalidating(alias_toks: list[str]) -> bool:
+    """An alias that holds its own cue, such as "upgraded from 15"."""
+    if _spans(alias_toks, CUES, negatable=False):
+        return True
+    return any(w in _FROM_WORDS for s, e in _spans(alias_toks, CHANGE_VERBS, negatable=False) for w in alias_toks[e:])
+
+
+def _invalidated_at(toks: list[str], i: int, n: int, cues, verbs, past) -> bool:
+    """Whether the value at ``toks[i:i+n]`` is invalidated by a nearby cue."""
+    end = i + n
+    for s, e in cues:
+        if (e <= i and _words(toks, e, i) <= WINDOW) or (s >= end and _words(toks, end, s) <= WINDOW):
+            return True
+    for s, e in past:
+        if s >= end and _words(toks, end, s) <= WINDOW:
+            return True
+    for f in range(i - 1, -1, -1):
+        if _words(toks, f + 1, i) > _FROM_WINDOW:
+            break
+        if toks[f] in _FROM_WORDS and any(e <= f and _words(toks, e, f) <= _VERB_WINDOW for s, e in verbs):
+            return True
+    return False
 
 
 def _invalidated_in(sentence: str, aliases) -> bool:
     toks = tokens(sentence)
-    hits = [(i, len(tokens(a))) for a in aliases for i in find_phrase(toks, tokens(a))]
+    hits = [(i, a) for a in aliases for i in find_phrase(toks, _toks(a))]
     if not hits:
         return False
-    if _has_cue(toks):
-        return True
-    return any("from" in toks[max(0, i - _FROM_WINDOW):i] for i, _ in hits)
+    cues = _spans(toks, CUES)
+    verbs = _spans(toks, CHANGE_VERBS)
+    past = _spans(toks, _PAST_CHANGE)
+    for i, alias in hits:
+        at = _toks(alias)
+        if _self_invalidating(at) and not _negated(toks, i):
+            return True
+        if _invalidated_at(toks, i, len(at), cues, verbs, past):
+            return True
+    return False
 
 
 def invalidated_mention(text: str, aliases) -> bool:
-    """True when one sentence of ``text`` holds an alias *and* an invalidation cue.
+    """True when one sentence of ``text`` holds an alias invalidated by a cue near it.
 
-    A cue is one of :data:`CUES`, or the word "from" at most three tokens before the alias
-    ("switched the runner from Jest", "moved from AWS eu-west-2").
+    The alias is invalidated by
+
+    - one of :data:`CUES` at most :data:`WINDOW` words before or after it ("Jest is no longer
+      used", "replaced Jest"), not negated ("not", "never" or "n't" among the three words before
+      the cue; "no longer" and "anymore" carry their own negation), "used to" not after a form of
+      "be" ("Jest is used to run the tests" is a current use);
+    - "from" at most three words before it, with one of :data:`CHANGE_VERBS` (not negated) at
+      most eight words before that "from" ("switched the runner from Jest", "took over on-call
+      from Priya"); "Escalations come from Priya" has no change verb;
+    - a past-tense change verb (moved, switched, migrated, upgraded, changed) at most
+      :data:`WINDOW` words after it ("eu-west-2 until 2026-06-15, then moved to eu-central-1");
+    - itself, when the alias holds a cue ("upgraded from 15").
+
+    Number tokens (dates, versions) do not count as words.  "We moved to eu-west-2" does not
+    invalidate eu-west-2: a change verb before the value names the new value unless "from" says
+    otherwise.
 
     Examples
     --------
@@ -107,6 +197,8 @@ def invalidated_mention(text: str, aliases) -> bool:
     True
     >>> invalidated_mention("Priya is on call. Tests moved to Vitest.", ["Priya"])
     False
+    >>> invalidated_mention("We have not moved off Jest.", ["Jest"]), invalidated_mention("Jest is used to run tests.", ["Jest"])
+    (False, False)
     """
     return any(_invalidated_in(s, aliases) for s in sentences(text))
 
@@ -164,10 +256,20 @@ class CoverageRow:
 
 
 def matcher_rows(pkg, export) -> list[CoverageRow]:
-    """Coverage rows of every item of ``export`` against every unit of ``pkg`` (coverage 1.0 per match)."""
+    """Coverage rows of every item of ``export`` against every unit of ``pkg`` (coverage 1.0 per match).
+
+    A memory that still holds a deleted value (an alias of ``meta.store_audit.deleted[].value_aliases``)
+    is not credited with that value's ``validity_unit``: it leaks the value it says was deleted.
+    """
+    from .audit import store_audit_spec
+
+    spec = store_audit_spec(pkg) or {}
+    leaked_by = [(e["validity_unit"], e["value_aliases"]) for e in spec.get("deleted", []) if "validity_unit" in e]
     rows = []
     for item in export.items:
         for unit in pkg.units:
             if match_unit(unit, item.text):
+                if any(unit.id == u and mentions(item.text, aliases) for u, aliases in leaked_by):
+                    continue
                 rows.append(CoverageRow(item.id, unit.id, 1.0, "matcher"))
     return rows
