@@ -219,6 +219,23 @@ def test_union_validates_and_certifies(pkg, exports, product, tmp_path):
     assert report.value >= solve_package(pkg, budget=0.25 * stream_cost(pkg)).value - 1e-9
 
 
+def test_union_refuses_duplicate_memory_ids(pkg):
+    items = [MemoryItem("p", "Deploy eu-central-1", None, None, 0, "archival"),
+             MemoryItem("p", "Deploy eu-central-1 again", None, None, 1, "archival")]
+    export = Export("letta", "<dup>", "test", items, "test order")
+    with pytest.raises(StoreError, match=r"<dup>: memory id 'p' is held by 2 memories"):
+        build_union(pkg, export, [])
+
+
+def test_audit_of_letta_passages_with_a_duplicate_id_is_one_line_error(tmp_path):
+    p = tmp_path / "passages.json"
+    p.write_text(json.dumps([{"id": "p", "text": "Deploy eu-central-1"}, {"id": "p", "text": "again"}]))
+    result = CliRunner().invoke(main, ["audit", str(LEDGERLINE), "--letta", str(p), "--budget", "1000",
+                                       "--backend", "none"])
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "field 'id' must be unique; 'p' is also item [0]" in result.stderr
+
+
 def test_union_given_costs_are_computed(pkg, exports):
     data = package_to_dict(pkg)
     data["cost_source"] = "given"

@@ -266,6 +266,45 @@ def test_letta_wrong_types(tmp_path, payload, match):
         load_letta(p)
 
 
+@pytest.mark.parametrize("payload, match", [
+    ([{"id": "p", "text": "Deploy eu-central-1"}, {"id": "p", "text": "Deploy eu-central-1 again"}],
+     r"item \[1\] \(id 'p'\): field 'id' must be unique; 'p' is also item \[0\]"),
+    ([{"id": "p", "text": "x", "is_deleted": True}, {"id": "p", "text": "y"}], r"'p' is also item \[0\]"),
+    ({"agents": [{"messages": [{"id": "m", "role": "user", "content": "a"}, {"id": "m", "role": "user",
+                                                                          "content": "b"}]}], "blocks": []},
+     r"agents\[0\].messages\[1\]' \(id 'm'\): field 'id' must be unique; 'm' is also agents\[0\].messages\[0\]"),
+    ({"agents": [{"id": "A", "messages": [{"id": "m", "role": "user", "content": "a"}]},
+                 {"id": "A", "messages": [{"id": "m", "role": "user", "content": "b"}]}], "blocks": []},
+     r"agents\[1\]' \(id 'A'\): field 'id' must be unique; 'A' is also agents\[0\]"),
+    ({"agents": [{"block_ids": ["b"], "messages": [{"id": "b:line1", "role": "user", "content": "y"}]}],
+      "blocks": [{"id": "b", "value": "x"}]},
+     r"memory id 'b:line1' is used twice: .*line 1 of block 'b'.*messages\[0\]"),
+    ({"agents": [], "blocks": [{"id": "b", "value": "x"}, {"id": "b", "value": "y"}]},
+     r"blocks\[1\]' \(id 'b'\): field 'id' must be unique; 'b' is also blocks\[0\]"),
+    ({"core_memory": [{"label": "human", "value": "x"}, {"label": "human", "value": "y"}]},
+     r"core_memory\[1\]' \(label 'human'\): field 'label' must be unique; 'human' is also core_memory\[0\]"),
+    ({"agents": [{"block_ids": [["b"]]}], "blocks": [{"id": "b", "value": "x"}]},
+     r"agents\[0\]': field 'block_ids\[0\]' must be a string; got \[\"b\"\]"),
+    ({"agents": [{"block_ids": [{}]}], "blocks": [{"id": "b", "value": "x"}]}, r"'block_ids\[0\]' must be a string"),
+    ({"agents": [{"in_context_message_ids": [{"a": 1}], "messages": []}]},
+     r"'in_context_message_ids\[0\]' must be a message id \(a string\)"),
+])
+def test_letta_duplicate_and_unhashable_ids_are_refused(tmp_path, payload, match):
+    p = tmp_path / "dup.af"
+    p.write_text(json.dumps(payload))
+    with pytest.raises(StoreError, match=match) as info:
+        load_letta(p)
+    assert str(p) in str(info.value)
+
+
+def test_letta_same_message_id_in_two_agents_gets_the_agent_prefix(tmp_path):
+    p = tmp_path / "two.af"
+    p.write_text(json.dumps({"agents": [{"id": "A", "messages": [{"id": "m", "role": "user", "content": "a"}]},
+                                        {"id": "B", "messages": [{"id": "m", "role": "user", "content": "b"}]}],
+                             "blocks": []}))
+    assert sorted(item.id for item in load_letta(p).items) == ["A:m", "B:m"]
+
+
 # -- A-Mem ------------------------------------------------------------------------------
 
 def test_amem_sample_a_mcp_bulk():

@@ -51,6 +51,24 @@ def letta_from_data(data, path: str = "<letta>", *, include_messages: bool = Tru
 
 # -- pieces ----------------------------------------------------------------------
 
+def _unique_ids(items: list[MemoryItem], path: str) -> list[MemoryItem]:
+    """``items``, after checking that no two share an id (a block line id such as ``b:line1`` and a message id)."""
+    seen: dict[str, MemoryItem] = {}
+    for item in items:
+        if item.id in seen:
+            raise StoreError(f"{path}: memory id {item.id!r} is used twice: by {_origin(seen[item.id])} and by "
+                             f"{_origin(item)}; every memory of one export needs its own id")
+        seen[item.id] = item
+    return items
+
+
+def _origin(item: MemoryItem) -> str:
+    p = item.provenance
+    if "block" in p:
+        return f"line {p['line']} of block {p['block']!r}"
+    return p.get("at", item.source)
+
+
 def _block_items(blocks: list[tuple[str, dict, str]], path: str, rank0: int, stamped: bool) -> list[MemoryItem]:
     items = []
     for bid, block, at in blocks:
@@ -129,7 +147,8 @@ def _message_item(msg: dict, mid: str, at: str, path: str, rank: int) -> MemoryI
         return None
     raw_time = expect(msg, "created_at", (str, type(None)), at)
     return MemoryItem(id=mid, text=text, time=parse_time(raw_time), time_raw=raw_time, rank=rank,
-                      source=f"message:{role}", provenance={"file": path, "message": mid, "role": role})
+                      source=f"message:{role}", provenance={"file": path, "message": mid, "role": role,
+                                                            "at": at.split(": ", 1)[-1]})
 
 
 def _newest_first(items: list[MemoryItem], rank0: int) -> list[MemoryItem]:
@@ -145,18 +164,32 @@ def _agent_file_v2(data: dict, path: str, include_messages: bool) -> Export:
     blocks = expect(data, "blocks", list, f"{path}: top level", default=[])
     warnings: list[str] = []
     block_by_id: dict[str, tuple[dict, str]] = {}
+    block_at: dict[str, str] = {}
     for i, block in enumerate(blocks):
         at = where(path, f"blocks[{i}]", block)
         if not isinstance(block, dict):
             raise StoreError(f"{at}: a block must be an object (JSON {{...}}); got {type(block).__name__}")
-        block_by_id[expect(block, "id", str, at, required=True)] = (block, at)
+        bid = expect(block, "id", str, at, required=True)
+        if bid in block_by_id:
+            raise StoreError(f"{at}: field 'id' must be unique; {bid!r} is also {block_at[bid]}")
+        block_by_id[bid] = (block, at)
+        block_at[bid] = f"blocks[{i}]"
     seen_blocks: list[str] = []
     messages: list[MemoryItem] = []
+    agent_at: dict[str, str] = {}
     for a, agent in enumerate(agents):
         at_agent = where(path, f"agents[{a}]", agent)
         if not isinstance(agent, dict):
             raise StoreError(f"{at_agent}: an agent must be an object (JSON {{...}}); got {type(agent).__name__}")
+        aid = expect(agent, "id", (str, type(None)), at_agent)
+        if aid is not None:
+            if aid in agent_at:
+                raise StoreError(f"{at_agent}: field 'id' must be unique; {aid!r} is also {agent_at[aid]}")
+            agent_at[aid] = f"agents[{a}]"
         for j, bid in enumerate(expect(agent, "block_ids", list, at_agent, default=[])):
+            if not isinstance(bid, str):
+                raise StoreError(f"{at_agent}: field 'block_ids[{j}]' must be a string; got "
+                                 f"{json.dumps(bid, default=repr)[:60]}")
             if bid not in block_by_id:
                 warnings.append(f"{at_agent}: block_ids[{j}] {bid!r} names no block of the file; skipped")
             elif bid not in seen_blocks:
@@ -164,14 +197,24 @@ def _agent_file_v2(data: dict, path: str, include_messages: bool) -> Export:
         if not include_messages:
             continue
         in_context = expect(agent, "in_context_message_ids", (list, type(None)), at_agent) or []
+        for j, k in enumerate(in_context):
+            if not isinstance(k, str):
+                raise StoreError(f"{at_agent}: field 'in_context_message_ids[{j}]' must be a message id (a string); "
+                                 f"got {json.dumps(k, default=repr)[:60]}")
+        message_at: dict[str, str] = {}
         for m, msg in enumerate(expect(agent, "messages", list, at_agent, default=[])):
             at = where(path, f"agents[{a}].messages[{m}]", msg)
             if not isinstance(msg, dict):
                 raise StoreError(f"{at}: a message must be an object (JSON {{...}}); got {type(msg).__name__}")
             mid = expect(msg, "id", str, at, required=True)
+            if mid in message_at:
+                raise StoreError(f"{at}: field 'id' must be unique; {mid!r} is also {message_at[mid]}")
+            message_at[mid] = f"agents[{a}].messages[{m}]"
             if in_context and mid not in in_context:
                 continue
-            item = _message_item(msg, f"{agent.get('id', a)}:{mid}" if len(agents) > 1 else mid, at, path, 0)
+            # messages of several agents are told apart by the agent id (or its position)
+            item = _message_item(msg, f"{aid if aid is not None else a}:{mid}" if len(agents) > 1 else mid, at,
+                                 path, 0)
             if item is not None:
                 messages.append(item)
     unreferenced = [bid for bid in block_by_id if bid not in seen_blocks]
@@ -180,7 +223,7 @@ def _agent_file_v2(data: dict, path: str, include_messages: bool) -> Export:
     elif unreferenced:
         warnings.append(f"{path}: blocks {unreferenced} are referenced by no agent; not audited")
     items = _block_items([(bid, *block_by_id[bid]) for bid in seen_blocks], path, 0, stamped=False)
-    items += _newest_first(messages, len(items))
+    items = _unique_ids(items + _newest_first(messages, len(items)), path)
     warnings.append(f"{path}: a current agent file holds only the context window; archival passages are not in "
                     ".af files (export them from /v1/agents/{id}/archival-memory and audit that file too)")
     return Export("letta", path, "letta agent file (current: agents / blocks / messages)", items, _ORDER,
@@ -191,11 +234,15 @@ def _agent_file_v1(data: dict, path: str, include_messages: bool) -> Export:
     top = f"{path}: top level"
     core = expect(data, "core_memory", list, top, required=True)
     blocks = []
+    label_at: dict[str, str] = {}
     for i, block in enumerate(core):
         at = where(path, f"core_memory[{i}]", block, id_key="label")
         if not isinstance(block, dict):
             raise StoreError(f"{at}: a block must be an object (JSON {{...}}); got {type(block).__name__}")
         label = expect(block, "label", str, at, required=True)
+        if label in label_at:
+            raise StoreError(f"{at}: field 'label' must be unique; {label!r} is also {label_at[label]}")
+        label_at[label] = f"core_memory[{i}]"
         expect(block, "updated_at", (str, type(None)), at)
         blocks.append((label, block, at))
     items = _block_items(blocks, path, 0, stamped=True)
@@ -222,17 +269,22 @@ def _agent_file_v1(data: dict, path: str, include_messages: bool) -> Export:
             else:
                 retained.append({"id": item.id, "text": item.text, "where": "evicted message (recall memory)"})
         items += _newest_first(served, len(items))
+    items = _unique_ids(items, path)
     return Export("letta", path, f"letta agent file (legacy v1, version {data.get('version')!r})", items, _ORDER,
                   retained=retained)
 
 
 def _passages(rows: list, path: str, shape: str) -> Export:
     items, retained = [], []
+    seen: dict[str, int] = {}
     for i, row in enumerate(rows):
         at = where(path, i, row)
         if not isinstance(row, dict):
             raise StoreError(f"{at}: a passage must be an object (JSON {{...}}); got {type(row).__name__}")
         pid = expect(row, "id", str, at, required=True)
+        if pid in seen:
+            raise StoreError(f"{at}: field 'id' must be unique; {pid!r} is also item [{seen[pid]}]")
+        seen[pid] = i
         text = expect(row, "text" if "text" in row or "content" not in row else "content", str, at, required=True)
         raw_time = expect(row, "created_at" if "created_at" in row else "timestamp", (str, type(None)), at)
         expect(row, "tags", (list, type(None)), at)

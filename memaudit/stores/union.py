@@ -57,10 +57,14 @@ def build_union(pkg: Package, export: Export, rows: list[CoverageRow], *, source
     Raises
     ------
     StoreError
-        A row names a memory that is not in the export.
+        Two memories of the export share an id, or a row names a memory that is not in the export.
     """
     items = export.items
     by_id = export.by_id()
+    if len(by_id) != len(items):
+        dup = next(i.id for i in items if sum(j.id == i.id for j in items) > 1)
+        raise StoreError(f"{export.path}: memory id {dup!r} is held by {sum(j.id == dup for j in items)} memories; "
+                         "every memory of one export needs its own id")
     coverage: dict[str, dict[str, float]] = {item.id: {} for item in items}
     tie: dict[str, str] = {}
     for r in rows:
