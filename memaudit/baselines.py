@@ -19,11 +19,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from solvers.registry import get_method
-
 from .errors import MethodError
 from .package import Package, resolve_budget, stream_cost
-from .solve import fully_covered, method_time_limit, run_solver, solve_package
+from .solve import fully_covered, method_time_limit, resolve_method, run_solver, solve_package
 
 __all__ = ["DEFAULT_METHODS", "MethodScore", "BaselineReport", "score_methods", "compare", "parse_methods",
            "method_settings"]
@@ -80,6 +78,10 @@ def parse_methods(text) -> list[str]:
     --------
     >>> parse_methods("density, gvt,density,kind:fact")
     ['density', 'gvt', 'kind:fact']
+    >>> parse_methods("kind:fatc")
+    Traceback (most recent call last):
+    ...
+    memaudit.errors.MethodError: unknown candidate kind 'fatc' in method 'kind:fatc'; kinds: raw, fact, update, tombstone, compound_update, summary, external
     >>> parse_methods("density,nope")
     Traceback (most recent call last):
     ...
@@ -91,10 +93,7 @@ def parse_methods(text) -> list[str]:
         raise MethodError("no method given: pass a comma-separated list such as density,greedy,gvt")
     out = []
     for name in names:
-        try:
-            get_method(name)
-        except ValueError as exc:
-            raise MethodError(str(exc)) from None
+        resolve_method(name)
         if name not in out:
             out.append(name)
     return out

@@ -30,6 +30,7 @@ from .baselines import compare as compare_methods
 from .clitools import budget_options, check_budget_flags, num, pct, progress_printer, same_file, table_lines
 from .errors import MemauditError
 from .fileio import atomic_write
+from .generators.density_trap import MAX_K as MAX_TRAP_K
 from .generators.density_trap import TOPICS as TRAP_TOPICS
 from .generators.density_trap import density_trap
 from .package import (COST_MODEL_UNITS, load_package, package_json_schema, package_to_dict, resolve_budget,
@@ -282,14 +283,23 @@ _PICK_HELP = ("What fifo / recency write for each experience: verbatim (its larg
               "span), cheapest, or value (largest standalone value; reads the query weights).")
 
 
+def _not_nan(ctx, param, value):
+    if value is not None and value != value:
+        raise click.BadParameter("must be a number, not nan")
+    return value
+
+
 def _baseline_options(f):
     f = click.option("--pick", type=click.Choice(["verbatim", "cheapest", "value"]), default=None,
                      help=_PICK_HELP + "  [default: verbatim]")(f)
     f = click.option("--gvt-floor", type=click.FloatRange(0, 1, min_open=True), default=None, metavar="F",
+                     callback=_not_nan,
                      help="gvt, gvt-upgrade: lowest threshold as a fraction of the first.  [default: 0.001]")(f)
     f = click.option("--gvt-eps", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+                     callback=_not_nan,
                      metavar="EPS", help="gvt, gvt-upgrade: the threshold falls by a factor (1 - EPS) per step.  [default: 0.1]")(f)
-    f = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random baseline.")(f)
+    f = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+                     help="Seed of the random baseline (an integer >= 0).")(f)
     f = click.option("--backend", default="highs", show_default=True, metavar=_BACKEND_CHOICES,
                      help="Back-end that certifies OPT, the denominator of every ratio; 'none' skips it.")(f)
     f = click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
@@ -468,7 +478,7 @@ def _plot_ratios(rows, path, title) -> None:
 
 
 @click.command("density-trap")
-@click.option("--k", "k", type=click.IntRange(min=2), default=10, show_default=True,
+@click.option("--k", "k", type=click.IntRange(2, MAX_TRAP_K), default=10, show_default=True,
               help="Units per topic: the current value and K - 1 retired values; density keeps about 1/K.")
 @click.option("--topics", type=click.IntRange(1, len(TRAP_TOPICS)), default=1, show_default=True,
               help="Number of topics (experiences).")

@@ -16,7 +16,7 @@ from solvers.objective import coverage_sums, h_values
 from solvers.registry import BACKENDS, get_method, method_names
 
 from .errors import MemauditError, MethodError
-from .package import Compiled, Package, candidate_costs, compile_package
+from .package import CANDIDATE_KINDS, Compiled, Package, candidate_costs, compile_package
 
 __all__ = ["SolveReport", "solve_package", "store_rows", "uncovered_units", "resolve_method",
            "resolve_backend", "BACKEND_ALIASES", "BackendUnavailableError", "BackendDeclinedError",
@@ -60,6 +60,9 @@ def resolve_method(name: str) -> str:
         get_method(full)
     except ValueError as exc:
         raise MethodError(str(exc).replace(repr(full), repr(name), 1)) from None
+    prefix, sep, kind = full.partition(":")
+    if sep and prefix == "kind" and kind not in CANDIDATE_KINDS:
+        raise MethodError(f"unknown candidate kind {kind!r} in method {name!r}; kinds: {', '.join(CANDIDATE_KINDS)}")
     return full
 
 
@@ -108,7 +111,8 @@ def declined_message(name: str, exc: Exception) -> str:
 
 
 def run_solver(name: str, problem: Problem, budget: float, settings: dict) -> Result:
-    """Run a registered method; a missing back-end or numbers no solver can state become one-line errors."""
+    """Run a registered method; a missing back-end, numbers no solver can state and settings the
+    method rejects become one-line errors (a back-end that declines still raises ``Declined``)."""
     try:
         return get_method(name)(problem, budget, **settings)
     except BackendUnavailable as exc:
@@ -116,6 +120,11 @@ def run_solver(name: str, problem: Problem, budget: float, settings: dict) -> Re
     except (ProblemError, SolverError) as exc:
         # numbers the loader accepts but no solver can state (e.g. weights near 1e308)
         raise MemauditError(f"{name} cannot solve this package: {exc}") from exc
+    except Declined:
+        raise
+    except (ValueError, TypeError) as exc:
+        # a setting the method rejects (e.g. gvt eps outside (0, 1), a negative seed)
+        raise MethodError(f"{name}: {exc}") from exc
 
 
 def _probe_backend(name: str) -> None:

@@ -16,7 +16,7 @@ from memaudit.baselines import compare, score_methods
 from memaudit.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, main
 from memaudit.errors import MemauditError
 from memaudit.generators.density_trap import density_trap
-from memaudit.package import load_package, package_to_dict
+from memaudit.package import load_package
 from solvers.bruteforce import brute_force
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,13 +63,18 @@ def test_the_trap_holds_under_the_token_cost_model_and_against_brute_force():
     assert rep.scores[0].ratio < 0.3
 
 
-def test_generation_is_byte_for_byte_reproducible():
-    a = json.dumps(package_to_dict(density_trap(9, topics=4)), sort_keys=True)
-    b = json.dumps(package_to_dict(density_trap(9, topics=4)), sort_keys=True)
-    assert hashlib.sha256(a.encode()).hexdigest() == hashlib.sha256(b.encode()).hexdigest()
+def test_generation_is_byte_for_byte_reproducible(tmp_path):
+    digests = []
+    for name in ("a.json", "b.json"):
+        assert run("generate", "density-trap", "--k", 9, "--topics", 4, "-o", tmp_path / name).exit_code == EXIT_OK
+        digests.append(hashlib.sha256((tmp_path / name).read_bytes()).hexdigest())
+    assert digests[0] == digests[1]
+    assert run("generate", "density-trap", "--k", 8, "--topics", 4, "-o", tmp_path / "c.json").exit_code == EXIT_OK
+    assert hashlib.sha256((tmp_path / "c.json").read_bytes()).hexdigest() != digests[0]
 
 
-@pytest.mark.parametrize("kw", [{"k": 1}, {"k": 2.5}, {"k": True}, {"k": 3, "topics": 0}, {"k": 3, "topics": 7}])
+@pytest.mark.parametrize("kw", [{"k": 1}, {"k": 2.5}, {"k": True}, {"k": 1001}, {"k": 3, "topics": 0},
+                                {"k": 3, "topics": 7}])
 def test_bad_parameters_are_refused(kw):
     with pytest.raises(MemauditError, match="density-trap"):
         density_trap(**kw)
@@ -114,10 +119,26 @@ def test_baseline_table_and_json(tmp_path):
 
 
 @pytest.mark.parametrize("method, message", [("nope", "unknown method 'nope'"), (",", "no method given"),
-                                             ("kind:", "needs an argument")])
+                                             ("kind:", "needs an argument"), ("kind:fatc", "unknown candidate kind")])
 def test_baseline_bad_method_is_one_line_error(method, message):
     r = run("baseline", QUICKSTART, "--budget-frac", 0.25, "--method", method)
     assert r.exit_code == EXIT_BAD_INPUT and r.stderr.startswith("error: ") and message in r.stderr
+
+
+@pytest.mark.parametrize("args", [("--method", "random", "--seed", "-1"), ("--method", "gvt", "--gvt-eps", "nan"),
+                                  ("--method", "gvt", "--gvt-floor", "nan"), ("--method", "gvt", "--gvt-eps", "1"),
+                                  ("--method", "fifo", "--pick", "smart")])
+def test_baseline_bad_settings_are_usage_errors(args):
+    for command in ("baseline", "compare"):
+        r = run(command, QUICKSTART, "--budget-frac", "0.25", *args)
+        assert r.exit_code == EXIT_USAGE and "Traceback" not in r.output, (command, args, r.output)
+
+
+def test_a_setting_the_method_rejects_is_one_line_error():
+    from memaudit.errors import MethodError
+    pkg = load_package(QUICKSTART)
+    with pytest.raises(MethodError, match="gvt: gvt: eps must lie in"):
+        score_methods(pkg, budget_frac=0.25, methods=["gvt"], settings={"gvt": {"eps": 2.0}}, backend=None)
 
 
 def test_baseline_on_a_broken_package_is_one_line_error(tmp_path):

@@ -1,6 +1,7 @@
 """The density trap as a family: packages where density-only selection keeps about 1/K of OPT.
 
-Construction (``k`` >= 2, ``topics`` = M >= 1).  Each topic is one experience in which the user
+Construction (``k`` >= 2, ``topics`` = M >= 1).  The family is deterministic: it has no
+seed, since nothing in it is drawn at random.  Each topic is one experience in which the user
 moves an attribute to a new value and retires k - 1 old ones at once::
 
     We moved the test runner to vitest; jest is retired; mocha is retired; ava is retired.
@@ -35,7 +36,10 @@ from ..costs import cost_of
 from ..errors import MemauditError
 from ..package import Package, package_from_dict
 
-__all__ = ["density_trap", "GENERATOR_VERSION", "TOPICS"]
+__all__ = ["density_trap", "GENERATOR_VERSION", "TOPICS", "MAX_K"]
+
+#: largest k accepted (the package grows like k^2 words per topic)
+MAX_K = 1000
 
 #: bump when the output of :func:`density_trap` changes for the same parameters
 GENERATOR_VERSION = 1
@@ -77,8 +81,8 @@ def density_trap(k: int = 10, *, topics: int = 1, cost_model: str = "words") -> 
     >>> [c.kind for c in pkg.candidates], pkg.budget
     (['raw', 'fact', 'tombstone', 'compound_update'], 12.0)
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
-        raise MemauditError(f"density-trap: k must be an integer >= 2; got {k!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= MAX_K:
+        raise MemauditError(f"density-trap: k must be an integer from 2 to {MAX_K}; got {k!r}")
     if isinstance(topics, bool) or not isinstance(topics, int) or not 1 <= topics <= len(TOPICS):
         raise MemauditError(f"density-trap: topics must be an integer from 1 to {len(TOPICS)}; got {topics!r}")
     experiences, units, candidates, queries = [], [], [], []
