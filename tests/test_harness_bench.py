@@ -153,7 +153,9 @@ def test_short_bench_drops_late_events():
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({"n_sessions": 0}, "n_sessions must be an integer >= 1"),
+    ({"n_sessions": 0}, r"n_sessions must be an integer in 1\.\.100000"),
+    ({"n_sessions": 100_000_000}, r"n_sessions must be an integer in 1\.\.100000"),
+    ({"exchanges_per_session": 10**9}, r"exchanges_per_session must be an integer in 1\.\.1000"),
     ({"exchanges_per_session": True}, "exchanges_per_session must be an integer"),
     ({"n_sessions": 5}, "no probe"),
 ])

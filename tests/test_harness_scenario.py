@@ -60,7 +60,7 @@ def _bad(mutate):
 
 BAD = [
     (lambda d: d.update(format="x"), "format must be 'memaudit-scenario/1'"),
-    (lambda d: d.update(n_sessions=0), "n_sessions must be an integer >= 1"),
+    (lambda d: d.update(n_sessions=0), "n_sessions must be an integer in 1..100000"),
     (lambda d: d.update(colour=1), "unknown field(s) 'colour'"),
     (lambda d: d["facts"][0].update(type="opinion"), "fact 'region': type must be one of"),
     (lambda d: d["facts"][0]["versions"][1].update(value="eu-north-1"),
@@ -144,3 +144,73 @@ def test_policies_see_only_the_past():
 def test_bad_policy_specs(spec, match):
     with pytest.raises(HarnessError, match=match.replace("[", r"\[").replace("]", r"\]")):
         parse_policy(spec)
+
+
+# -- review fixes ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fact", [["region"], {"k": "region"}, 3, True])
+def test_probe_fact_must_be_a_string_or_null(fact):
+    with pytest.raises(ScenarioError, match=r"probe 'p1': fact must be a fact key \(a string\) or null"):
+        scenario_from_dict(_bad(lambda d: d["probes"][0].update(fact=fact)))
+
+
+def test_yaml_probe_fact_list_names_the_probe(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("format: memaudit-scenario/1\nid: t\nn_sessions: 2\nfacts:\n  - key: a\n    type: detail\n"
+                 "    versions:\n      - {session: 1, value: x1, text: 'it is x1'}\n"
+                 "probes:\n  - {id: p, fact: [a], literal: 'what?'}\n")
+    with pytest.raises(ScenarioError, match=r"s.yaml: probe 'p': fact must be a fact key"):
+        load_scenario(p)
+
+
+def test_yaml_mixed_key_types(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("format: memaudit-scenario/1\nid: t\nn_sessions: 2\nfacts:\n  - key: a\n    type: detail\n"
+                 "    1: x\n    zz: y\n    versions:\n      - {session: 1, value: x1, text: 'it is x1'}\n"
+                 "probes:\n  - {id: p, fact: a, literal: 'what?'}\n")
+    with pytest.raises(ScenarioError, match=r"fact 'a' has unknown field\(s\) '1', 'zz'"):
+        load_scenario(p)
+
+
+def test_too_many_sessions_is_refused_quickly():
+    import time
+
+    t0 = time.monotonic()
+    with pytest.raises(ScenarioError, match=r"n_sessions must be an integer in 1\.\.100000"):
+        scenario_from_dict(_bad(lambda d: d.update(n_sessions=100_000_000)))
+    assert time.monotonic() - t0 < 1
+
+
+def test_many_sessions_hash_quickly():
+    import time
+
+    def many(d):
+        d.update(n_sessions=100_000)
+        d["sessions"] = [{"session": s, "exchanges": [{"user": f"question {s}"}]} for s in range(1, 2001)]
+
+    sc = scenario_from_dict(_bad(many))
+    t0 = time.monotonic()
+    sc.sha256()
+    assert time.monotonic() - t0 < 2
+
+
+def test_yaml_duplicate_keys_are_refused(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("format: memaudit-scenario/1\nid: t\nn_sessions: 2\nfacts:\n  - key: a\n    type: detail\n"
+                 "    type: decision\n    versions:\n      - {session: 1, value: x1, text: 'it is x1'}\n"
+                 "probes:\n  - {id: p, fact: a, literal: 'what?'}\n")
+    with pytest.raises(ScenarioError, match=r"s.yaml: not valid YAML: .*key 'type' appears twice.*line 7"):
+        load_scenario(p)
+
+
+def test_json_duplicate_keys_are_refused(tmp_path):
+    p = tmp_path / "s.json"
+    text = json.dumps(BASE).replace('"n_sessions": 4', '"n_sessions": 4, "n_sessions": 3')
+    p.write_text(text)
+    with pytest.raises(ScenarioError, match=r"s.json: not valid JSON: key 'n_sessions' appears twice"):
+        load_scenario(p)
+
+
+def test_duplicate_policy_settings_are_refused():
+    with pytest.raises(HarnessError, match="setting 'stamp' is given twice"):
+        parse_policy("profile:stamp=true,stamp=false")

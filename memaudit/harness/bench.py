@@ -15,7 +15,7 @@ from .errors import HarnessError
 from .match import contains_value
 from .policies import BENCH_POLICIES, POLICY_LABELS, parse_policy
 from .readers import classifier_reader
-from .scenario import Scenario, scenario_from_dict
+from .scenario import MAX_SESSIONS, Scenario, scenario_from_dict
 from .trial import Plant, ProbeSet, Score, run
 
 __all__ = ["BENCH_FACTS", "DISTRACTORS", "bench_scenario", "run_bench", "per_form_lines", "combined_lines",
@@ -122,6 +122,9 @@ DISTRACTORS = [
 
 _FILLER_LINES = 30
 
+#: the most exchanges per bench session (each filler exchange carries ~30 lines of source)
+MAX_EXCHANGES_PER_SESSION = 1000
+
 
 @functools.cache
 def stdlib_files() -> tuple[str, ...]:
@@ -172,9 +175,10 @@ def bench_scenario(*, n_sessions: int = 30, exchanges_per_session: int = 12, see
     by the seed.  Versions, deletes and probe days after ``n_sessions`` are dropped.  At the end
     of each probe day every fact stated so far is probed, in literal and paraphrase form.
     """
-    for name, v, lo in (("n_sessions", n_sessions, 1), ("exchanges_per_session", exchanges_per_session, 1)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-            raise HarnessError(f"bench: {name} must be an integer >= {lo}; got {v!r}")
+    for name, v, hi in (("n_sessions", n_sessions, MAX_SESSIONS),
+                        ("exchanges_per_session", exchanges_per_session, MAX_EXCHANGES_PER_SESSION)):
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
+            raise HarnessError(f"bench: {name} must be an integer in 1..{hi}; got {v!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise HarnessError(f"bench: seed must be an integer; got {seed!r}")
     days = sorted({d for d in probe_days if 1 <= d <= n_sessions})

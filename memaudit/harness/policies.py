@@ -598,6 +598,8 @@ def parse_policy(spec: str) -> Policy:
             raise HarnessError(f"policy '{name}': setting {item!r} must be written key=value")
         if key in fixed or key == "name":
             raise HarnessError(f"policy '{name}': setting {key!r} is fixed by the policy name")
+        if key in kwargs and key not in fixed:
+            raise HarnessError(f"policy '{name}': setting {key!r} is given twice")
         kwargs[key] = _parse_value(value)
     try:
         return factory(**kwargs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -10,7 +11,7 @@ from dataclasses import dataclass, field
 from .errors import ScenarioError
 from .match import contains_value
 
-__all__ = ["SCENARIO_FORMAT", "FACT_TYPES", "ScenarioError", "Version", "DeleteRequest", "Fact", "Exchange",
+__all__ = ["SCENARIO_FORMAT", "FACT_TYPES", "MAX_SESSIONS", "ScenarioError", "Version", "DeleteRequest", "Fact", "Exchange",
            "Probe", "Scenario", "scenario_from_dict", "load_scenario", "scenario_to_dict"]
 
 #: the ``format`` value of a scenario file
@@ -18,6 +19,9 @@ SCENARIO_FORMAT = "memaudit-scenario/1"
 
 #: the fact types of seed 000; a scenario may use only these
 FACT_TYPES = ("identity", "preference", "decision", "detail", "procedure")
+
+#: the largest ``n_sessions`` a scenario may declare (every session is walked when the stream is built)
+MAX_SESSIONS = 100_000
 
 
 @dataclass(frozen=True)
@@ -154,7 +158,7 @@ def _int(v, what: str, lo: int, hi: int | None = None) -> int:
 
 
 def _check_keys(d: dict, allowed: set[str], what: str) -> None:
-    extra = sorted(set(d) - allowed)
+    extra = sorted(map(str, set(d) - allowed))
     if extra:
         raise ScenarioError(f"{what} has unknown field(s) {', '.join(map(repr, extra))}; "
                             f"allowed: {', '.join(sorted(allowed))}")
@@ -218,6 +222,9 @@ def _probe(d, i: int, n_sessions: int, facts: dict[str, Fact]) -> Probe:
     _check_keys(d, {"id", "session", "fact", "literal", "paraphrase"}, what)
     session = _int(d.get("session", n_sessions), f"{what}: session", 1, n_sessions)
     fact = d.get("fact")
+    if fact is not None and not isinstance(fact, str):
+        raise ScenarioError(f"{what}: fact must be a fact key (a string) or null for a never-planted fact; "
+                            f"got {fact!r}")
     if fact is not None:
         if fact not in facts:
             near = ", ".join(sorted(facts)) or "(none)"
@@ -294,7 +301,7 @@ def scenario_from_dict(data, *, source: str = "") -> Scenario:
         if fmt != SCENARIO_FORMAT:
             raise ScenarioError(f"format must be {SCENARIO_FORMAT!r}; got {fmt!r}")
         sid = _text(_req(data, "id", "the scenario"), "id")
-        n_sessions = _int(_req(data, "n_sessions", "the scenario"), "n_sessions", 1)
+        n_sessions = _int(_req(data, "n_sessions", "the scenario"), "n_sessions", 1, MAX_SESSIONS)
         raw_facts = data.get("facts", [])
         if not isinstance(raw_facts, list):
             raise ScenarioError(f"facts must be a list; got {type(raw_facts).__name__}")
@@ -357,6 +364,47 @@ def scenario_from_dict(data, *, source: str = "") -> Scenario:
                     tuple(probes), dict(meta), replies)
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_pairs(pairs: list) -> dict:
+    """``json`` object hook: a key given twice in one object is an error, not "the last one wins"."""
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(f"key {k!r} appears twice in one object")
+        out[k] = v
+    return out
+
+
+@functools.cache
+def _unique_key_loader():
+    """A YAML safe loader that refuses a key given twice in one mapping (merge keys ``<<`` excepted)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                seen = set()
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self.construct_object(key_node, deep=deep)
+                    try:
+                        dup = key in seen
+                    except TypeError:  # an unhashable key: the base class reports it
+                        continue
+                    if dup:
+                        raise yaml.constructor.ConstructorError(
+                            "while constructing a mapping", node.start_mark, f"key {key!r} appears twice",
+                            key_node.start_mark)
+                    seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
 def load_scenario(path) -> Scenario:
     """Read a scenario file: JSON (``.json``) or YAML (``.yaml`` / ``.yml``); the file is only read."""
     path = os.fspath(path)
@@ -373,14 +421,16 @@ def load_scenario(path) -> Scenario:
         import yaml
 
         try:
-            data = yaml.safe_load(raw)
+            data = yaml.load(raw, Loader=_unique_key_loader())
         except yaml.YAMLError as exc:
             raise ScenarioError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
     else:
         try:
-            data = json.loads(raw)
+            data = json.loads(raw, object_pairs_hook=_unique_pairs)
         except json.JSONDecodeError as exc:
             raise ScenarioError(f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+        except _DuplicateKey as exc:
+            raise ScenarioError(f"{path}: not valid JSON: {exc}") from None
     return scenario_from_dict(data, source=path)
 
 
@@ -400,12 +450,11 @@ def scenario_to_dict(scenario: Scenario) -> dict:
             v["position"] = pos[(f.key, "state", j)]
         if "delete" in d:
             d["delete"]["position"] = pos[(f.key, "delete", None)]
-    sessions = []
-    for s in range(1, scenario.n_sessions + 1):
-        rows = [{"user": e.user, "assistant": e.assistant} for e in scenario.exchanges
-                if e.session == s and e.fact is None]
-        if rows:
-            sessions.append({"session": s, "exchanges": rows})
+    by_session: dict[int, list[dict]] = {}
+    for e in scenario.exchanges:  # stream order is session order
+        if e.fact is None:
+            by_session.setdefault(e.session, []).append({"user": e.user, "assistant": e.assistant})
+    sessions = [{"session": s, "exchanges": rows} for s, rows in by_session.items()]
     probes = []
     for p in scenario.probes:
         d = {"id": p.id, "session": p.session, "fact": p.fact, "literal": p.literal}
