@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = ([("small", s, {}) for s in range(12)] + [("validity", s, {}) for s in range(8)]
          + [("natural", s, {"filler": False}) for s in range(2)] + [("natural", 0, {})]
          + [("small", 5, {"cost_model": "tokens"}), ("validity", 5, {"cost_model": "chars", "chatter": 0}),
-            ("small", 9, {"max_updates": 4, "deletion_updates": 2, "deletions": 4})])
+            ("small", 9, {"max_updates": 4, "deletion_updates": 2, "deletions": 4}),
+            ("small", 4, {"deletions": 0}), ("small", 90, {}), ("small", 6, {"events_per_day": 300, "chatter": 320})])
 IDS = [f"{f}-{s}-{'-'.join(f'{k}={v}' for k, v in kw.items())}" for f, s, kw in CASES]
 
 
@@ -101,7 +102,9 @@ def test_deleted_values_are_never_required(family, seed, kw):
     pkg = generate(family, seed, **kw)
     deleted = {k: [v for v, _, _ in tl.values] for k, tl in graph.timelines.items() if tl.deleted is not None}
     if family != "natural" and kw.get("deletions", 1) == 0:
-        assert not deleted
+        assert not deleted and not any(q.answer.startswith("not kept") for q in pkg.queries)
+    elif family != "natural":
+        assert deleted
     for q in pkg.queries:
         for uid in q.requires:
             for key in deleted:
@@ -260,3 +263,57 @@ def test_cli_generate_bad_parameter_is_one_line_error():
     assert r.exit_code == 1
     assert r.stderr.strip() == "error: parameter max_updates must be an integer in [0, 9]; got 20"
     assert r.stdout == ""
+
+
+@pytest.mark.parametrize("epd", [288, 289, 500, 1000])
+def test_events_per_day_up_to_its_limit_render(epd):
+    """Up to 1000 experiences a day fit before 09:00 of the next day (the limit is checked)."""
+    pkg = generate("small", 3, events_per_day=epd, chatter=1200)
+    times = [e.time for e in pkg.experiences]
+    assert all(a < b for a, b in zip(times, times[1:]))
+    day1 = [e for e in pkg.experiences if e.session == 1]
+    assert len(day1) == epd
+    assert day1[0].time == "2026-03-02T09:00:00Z" and day1[-1].time < "2026-03-03T09:00:00Z"
+    day2 = [e for e in pkg.experiences if e.session == 2]
+    assert day2[0].time == "2026-03-03T09:00:00Z"
+    with pytest.raises(GeneratorError, match=r"parameter events_per_day must be an integer in \[1, 1000\]"):
+        generate("small", 3, events_per_day=1001)
+
+
+def test_events_up_to_288_a_day_stay_five_minutes_apart():
+    pkg = generate("small", 3, events_per_day=288, chatter=300)
+    day1 = [e.time for e in pkg.experiences if e.session == 1]
+    assert day1[1] == "2026-03-02T09:05:00Z" and day1[-1] == "2026-03-03T08:55:00Z"
+
+
+def test_render_package_refuses_a_day_with_more_events_than_minutes():
+    g = EventGraph()
+    for _ in range(1441):
+        g.add(Event(1, "chatter", "hello there"))
+    with pytest.raises(GeneratorError, match="day 1 has 1441 events; at most 1440 fit in a day"):
+        render_package(g, [], package_id="t", cost_model="words", meta={})
+
+
+@pytest.mark.parametrize("seed", [90, 145, 206, 226, 326, 447])
+def test_two_incidents_on_one_service_and_day_get_distinct_questions(seed):
+    pkg = generate("small", seed)
+    texts = [q.text for q in pkg.queries]
+    assert len(set(texts)) == len(texts), texts
+    details = [u for u in pkg.units if u.kind == "detail"]
+    assert len({u.text.split(":")[0] for u in details}) == len(details)
+    notes = [e.text for e in pkg.experiences if e.text.startswith("Postmortem note")]
+    assert len(set(notes)) == len(notes) == 2
+    for q in pkg.queries:
+        if q.text.startswith("What caused"):
+            # the question's answer is stated by exactly one experience, which the question identifies
+            (unit,) = q.requires
+            stated = [e for e in pkg.experiences if e.text.startswith("Postmortem") and q.answer in e.text]
+            assert len(stated) == 1
+
+
+@pytest.mark.parametrize("family", ["small", "validity", "natural"])
+def test_empty_package_id_is_refused(family):
+    with pytest.raises(GeneratorError, match="package id must not be empty"):
+        generate(family, 1, package_id="")
+    r = CliRunner().invoke(main, ["generate", family, "--id", " "])
+    assert r.exit_code == 1 and r.stderr.startswith("error: package id must not be empty"), r.stderr

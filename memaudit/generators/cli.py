@@ -66,7 +66,7 @@ def _synthetic_command(family: str, defaults, doc: str):
         "chatter": "Distractor experiences that cover nothing.",
         "validity_prob": "Chance that a superseded value gets a 'still valid?' query.",
         "interval_prob": "Chance that a superseded value gets a 'what was it on day d?' query.",
-        "events_per_day": "Experiences per day (session).",
+        "events_per_day": "Experiences per day (session), 1-1000: 5 minutes apart from 09:00, closer past 288 a day.",
     }
     for name in reversed(list(helps)):
         default = getattr(defaults, name)

@@ -41,8 +41,8 @@ from ..errors import MemauditError
 from ..package import Package, package_from_dict
 
 __all__ = ["GeneratorError", "Slot", "Event", "QuerySpec", "Timeline", "EventGraph", "render_package",
-           "OPS", "VALUE_OPS", "current_unit", "invalid_unit", "interval_unit", "deleted_unit", "detail_unit",
-           "procedure_unit"]
+           "default_minutes", "package_id_or", "OPS", "VALUE_OPS", "current_unit", "invalid_unit", "interval_unit", "deleted_unit",
+           "detail_unit", "procedure_unit"]
 
 #: every event operation
 OPS = ("set", "update", "restate", "delete", "detail", "procedure", "chatter")
@@ -120,6 +120,23 @@ class Timeline:
             if d <= day:
                 held = i
         return held
+
+
+def package_id_or(package_id: str | None, default: str) -> str:
+    """``package_id``, or ``default`` when it is None; an empty (or blank) id is refused.
+
+    >>> package_id_or(None, "small-s1"), package_id_or("mine", "small-s1")
+    ('small-s1', 'mine')
+    >>> package_id_or(" ", "small-s1")
+    Traceback (most recent call last):
+    ...
+    memaudit.generators.events.GeneratorError: package id must not be empty; got ' ' (leave --id out for the default)
+    """
+    if package_id is None:
+        return default
+    if not isinstance(package_id, str) or not package_id.strip():
+        raise GeneratorError(f"package id must not be empty; got {package_id!r} (leave --id out for the default)")
+    return package_id
 
 
 def invalid_unit(key: str, i: int) -> str:
@@ -301,6 +318,45 @@ def _timestamp(start: _dt.date, day: int, minute: int) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+#: minutes from 09:00 of one day to 09:00 of the next
+_DAY_MINUTES = 24 * 60
+
+
+def default_minutes(days: list[int]) -> list[int]:
+    """Minute after 09:00 of each event of a stream whose events fall on ``days`` (in order).
+
+    Events of a day are 5 minutes apart; a day with more than 288 events (which would run past
+    09:00 of the next day) spaces them ``1439 // (n - 1)`` minutes apart instead, so its last
+    event still comes before the next day's first.
+
+    Raises
+    ------
+    GeneratorError
+        A day has more than 1440 events (one a minute is the closest spacing).
+
+    Examples
+    --------
+    >>> default_minutes([1, 1, 1, 2])
+    [0, 5, 10, 0]
+    >>> default_minutes([1] * 300)[-2:]
+    [1192, 1196]
+    """
+    per_day: dict[int, int] = {}
+    for d in days:
+        per_day[d] = per_day.get(d, 0) + 1
+    step = {}
+    for d, n in per_day.items():
+        if n > _DAY_MINUTES:
+            raise GeneratorError(f"day {d} has {n} events; at most {_DAY_MINUTES} fit in a day (one a minute)")
+        step[d] = 5 if 5 * (n - 1) < _DAY_MINUTES else (_DAY_MINUTES - 1) // (n - 1)
+    out, last_day, m = [], None, 0
+    for d in days:
+        m = m + step[d] if d == last_day else 0
+        last_day = d
+        out.append(m)
+    return out
+
+
 def render_package(graph: EventGraph, queries: list[QuerySpec], *, package_id: str, cost_model: str,
                    meta: dict, start: _dt.date = _dt.date(2026, 3, 2), minutes: list[int] | None = None) -> Package:
     """Render the graph as a validated :class:`~memaudit.package.Package`.
@@ -316,8 +372,8 @@ def render_package(graph: EventGraph, queries: list[QuerySpec], *, package_id: s
     start : date
         Day 1 of the stream.
     minutes : list of int, optional
-        Minute (after 09:00 of its day) of each event; default: 5 minutes apart within a day.
-        Times must come out strictly increasing.
+        Minute (after 09:00 of its day) of each event; default: :func:`default_minutes` (5 minutes
+        apart, closer on a day with more than 288 events).  Times must come out strictly increasing.
 
     Raises
     ------
@@ -336,11 +392,7 @@ def render_package(graph: EventGraph, queries: list[QuerySpec], *, package_id: s
                 raise GeneratorError(f"query {q.text!r} requires {uid!r}, which the event graph does not define")
             weights[uid] = weights.get(uid, 0.0) + q.weight
     if minutes is None:
-        minutes, last_day, m = [], None, 0
-        for e in graph.events:
-            m = m + 5 if e.day == last_day else 0
-            last_day = e.day
-            minutes.append(m)
+        minutes = default_minutes([e.day for e in graph.events])
     width = len(str(len(graph.events)))
     experiences, candidates = [], []
     previous = None

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from ..costs import COST_MODELS
 from ..package import Package
 from .events import (Event, EventGraph, GeneratorError, QuerySpec, Slot, current_unit, deleted_unit, interval_unit,
-                     invalid_unit, render_package)
+                     invalid_unit, package_id_or, render_package)
 
 __all__ = ["NaturalParams", "FACTS", "generate_natural", "natural_graph", "PROBE_DAYS"]
 
@@ -179,7 +179,7 @@ def generate_natural(seed: int = 0, *, package_id: str | None = None, **params) 
     meta = {"generator": "natural", "generator_version": GENERATOR_VERSION, "seed": seed, "params": asdict(p),
             "scenario": "seed 001: 30 sessions, 15 facts (8 updated, 2 deleted on request), probes at days "
                         "10, 20 and 30"}
-    pid = package_id or (f"natural-s{seed}" if p.filler else f"natural-facts-s{seed}")
+    pid = package_id_or(package_id, f"natural-s{seed}" if p.filler else f"natural-facts-s{seed}")
     return render_package(graph, queries, package_id=pid, cost_model=p.cost_model, meta=meta, minutes=minutes)
 
 

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, fields
 from ..costs import COST_MODELS
 from ..package import Package
 from .events import (Event, EventGraph, GeneratorError, QuerySpec, Slot, current_unit, deleted_unit, detail_unit,
-                     interval_unit, invalid_unit, procedure_unit, render_package)
+                     interval_unit, invalid_unit, package_id_or, procedure_unit, render_package)
 
 __all__ = ["SyntheticParams", "SMALL_DEFAULTS", "VALIDITY_DEFAULTS", "generate_small", "generate_validity",
            "generate_synthetic", "synthetic_graph", "params_for"]
@@ -54,6 +54,8 @@ PERSONAL = {
 CAUSES = ("an expired TLS certificate", "a full disk on the primary", "a bad symlink in build.sh",
           "a missing index on orders.created_at", "a retry storm from the webhook client",
           "clock skew between two workers", "a leaked connection pool", "a typo in the DNS record")
+
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 
 STEPS = ("run the migrations", "build the image", "tag the commit", "run the smoke tests", "flip the feature flag",
          "announce it in the release channel", "bump the changelog", "warm the cache")
@@ -189,9 +191,9 @@ def _interleave(rng: random.Random, sequences: list[list]) -> list:
 def generate_synthetic(params: SyntheticParams, seed: int, *, family: str, package_id: str | None = None,
                        version: str) -> Package:
     """Draw an event graph with ``params`` from ``random.Random(seed)`` and render it."""
+    pid = package_id_or(package_id, f"{family}-s{seed}")
     graph, queries = synthetic_graph(params, seed)
     meta = {"generator": family, "generator_version": version, "seed": seed, "params": asdict(params)}
-    pid = package_id or f"{family}-s{seed}"
     return render_package(graph, queries, package_id=pid, cost_model=params.cost_model, meta=meta)
 
 
@@ -252,22 +254,30 @@ def synthetic_graph(params: SyntheticParams, seed: int) -> tuple[EventGraph, lis
 
     stream = _interleave(rng, sequences)
     graph = EventGraph()
-    detail_days = {}
+    detail_days, detail_order = {}, []
     for index, (op, key, value, text) in enumerate(stream):
         if op == "detail":
             detail_days[key] = 1 + index // params.events_per_day
+            detail_order.append((key, text))
+    # two incidents of one entity on one day are told apart as its first, second, ... outage that day
+    ordinal, seen = {}, {}
+    for key, entity in detail_order:
+        same_day = [k for k, e in detail_order if e == entity and detail_days[k] == detail_days[key]]
+        if len(same_day) > 1:
+            n = seen[(entity, detail_days[key])] = seen.get((entity, detail_days[key]), 0) + 1
+            ordinal[key] = ORDINALS[n - 1] + " "
     for key, entity, cause in detail_specs:
-        day = detail_days[key]
-        slots.append(Slot(key, f"{entity} day-{day} outage cause", "detail",
-                          f"What caused the {entity} outage on day {day}?"))
+        day, nth = detail_days[key], ordinal.get(key, "")
+        slots.append(Slot(key, f"{entity} day-{day} {nth}outage cause", "detail",
+                          f"What caused the {nth}{entity} outage on day {day}?"))
     for slot in slots:
         graph.add_slot(slot)
     for index, (op, key, value, text) in enumerate(stream):
         day = 1 + index // params.events_per_day
         if op == "detail":
             entity = text
-            text = (f"Postmortem note for {entity}: the outage on day {day} was caused by {value}, and we added "
-                    "an alert for it.")
+            text = (f"Postmortem note for {entity}: the {ordinal.get(key, '')}outage on day {day} was caused by "
+                    f"{value}, and we added an alert for it.")
         graph.add(Event(day, op, text, key, value))
 
     return graph, _queries(graph, rng, params)
