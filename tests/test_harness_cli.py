@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import csv
 import json
 import shlex
@@ -164,3 +165,65 @@ def test_uncreatable_cache_dir_is_one_line(runner, tmp_path):
     f.write_text("x")
     one_line_error(invoke(runner, "run", EXAMPLE, "--policy", "profile", "--reader-cmd", fake("reader"),
                           "--cache-dir", f / "sub"), "cannot write the cache entry")
+
+
+def test_duplicate_policy_names_are_refused(runner):
+    one_line_error(invoke(runner, "run", EXAMPLE, "--policy", "profile", "--policy", "profile:min_salience=2"),
+                   "policy 'profile' is given twice")
+    one_line_error(invoke(runner, "run", EXAMPLE, "--policy", "profile+bm25:redact_deleted=true",
+                          "--policy", "profile+bm25-redacted"), "policy 'profile+bm25-redacted' is given twice")
+
+
+def test_bench_extra_does_not_repeat_a_named_policy(runner):
+    res = invoke(runner, "bench", "--sessions", "10", "--exchanges", "2", "--forms", "literal", "--policy", "ga-paper",
+                 "--policy", "bitemporal:history=true", "--extra", "--json")
+    assert res.exit_code == 0, res.output
+    names = [t["disturb"]["name"] for t in json.loads(res.output)["trials"]]
+    assert names == ["ga-paper", "bitemporal-history", "ga-code", "bitemporal"]
+
+
+def _edited_run(runner, tmp_path, edit):
+    invoke(runner, "run", EXAMPLE, "--policy", "profile", "--out", tmp_path / "a")
+    doc = json.loads((tmp_path / "a" / "run.json").read_text())
+    edit(doc)
+    p = tmp_path / "edited.json"
+    p.write_text(json.dumps(doc))
+    return p
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda d: d["trials"][0].update(summary=[]), "trials[0].summary must be an object"),
+    (lambda d: d["trials"][0]["summary"].update(literal=[1]), "trials[0].summary['literal'] must be an object"),
+    (lambda d: d["trials"][0]["rows"][0].update(probe=["x"]), "trials[0].rows[0].probe must be a string"),
+    (lambda d: d["trials"][0]["rows"][0].update(tokens_injected="9"), "trials[0].rows[0].tokens_injected must be a"),
+    (lambda d: d["trials"][0]["disturb"].update(name=["profile"]), "trials[0].disturb.name must be a string"),
+    (lambda d: d["trials"].append(copy.deepcopy(d["trials"][0])), "policy 'profile' appears twice"),
+])
+def test_hand_edited_run_files_are_one_line(runner, tmp_path, edit, match):
+    p = _edited_run(runner, tmp_path, edit)
+    one_line_error(invoke(runner, "diff", tmp_path / "a", p), match)
+
+
+def test_labels_show_non_default_settings(runner):
+    res = invoke(runner, "bench", "--sessions", "10", "--exchanges", "2", "--forms", "literal",
+                 "--policy", "bm25-transcript:k=3", "--policy", "profile:min_salience=2", "--policy", "last-exchanges:n=8")
+    assert res.exit_code == 0, res.output
+    assert "BM25 top-3 over transcript" in res.output and "top-5" not in res.output
+    assert "profile, upsert + delete, all injected (min_salience=2)" in res.output
+    assert "last 8 exchanges across sessions" in res.output
+
+
+def test_run_table_has_unscored_column(runner):
+    res = invoke(runner, "run", EXAMPLE, "--policy", "profile")
+    assert res.exit_code == 0, res.output
+    header = res.output.splitlines()[2]
+    assert "unscored" in header.split()
+
+
+def test_lab_table_fits_long_labels(runner):
+    res = invoke(runner, "lab", "--policy", "store", "--policy", "profile+bm25-unindexed")
+    assert res.exit_code == 0, res.output
+    rows = [line for line in res.output.splitlines() if line.startswith(("condition", "memory store", "profile +"))]
+    assert len(rows) == 3
+    # every row's numbers line up under the header's
+    assert len({len(r) for r in rows}) == 1, rows

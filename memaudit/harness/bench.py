@@ -13,7 +13,7 @@ import sysconfig
 
 from .errors import HarnessError
 from .match import contains_value
-from .policies import BENCH_POLICIES, POLICY_LABELS, parse_policy
+from .policies import BENCH_POLICIES, parse_policy, policy_label
 from .readers import classifier_reader
 from .scenario import MAX_SESSIONS, Scenario, scenario_from_dict
 from .trial import Plant, ProbeSet, Score, run
@@ -252,22 +252,24 @@ def run_bench(policies=BENCH_POLICIES, *, n_sessions: int = 30, exchanges_per_se
 
 
 def _label(t: dict) -> str:
-    name = t["disturb"]["name"]
-    if name == "last-exchanges":
-        return f"last {t['disturb']['settings']['n']} exchanges across sessions"
-    return POLICY_LABELS.get(name, name)
+    return policy_label(t["disturb"]["name"], t["disturb"].get("settings", {}))
+
+
+def _label_width(doc: dict) -> int:
+    return max([44] + [len(_label(t)) + 2 for t in doc["trials"]])
 
 
 def per_form_lines(doc: dict) -> list[str]:
     """Seed 001's first table: one line per policy and probe form."""
-    lines = [f"{'policy':<44}{'probe':<11}{'current':>8}{'conflict':>9}{'stale':>6}{'missing':>8} |"
+    w = _label_width(doc)
+    lines = [f"{'policy':<{w}}{'probe':<11}{'current':>8}{'conflict':>9}{'stale':>6}{'missing':>8} |"
              f"{'leaked':>7}{'clean':>6} |{'mean injected':>14}{'stored@end':>11}"]
     for t in doc["trials"]:
         forms = [f for f in t["summary"] if f != "combined"]
         for i, form in enumerate(forms):
             s = t["summary"][form]
             stored = str(t["stored_tokens"]) if i == 0 else ""
-            lines.append(f"{_label(t):<44}{form:<11}{s['current']:>8}{s['conflict']:>9}{s['stale']:>6}"
+            lines.append(f"{_label(t):<{w}}{form:<11}{s['current']:>8}{s['conflict']:>9}{s['stale']:>6}"
                          f"{s['missing']:>8} |{s['leaked']:>7}{s['clean']:>6} |"
                          f"{round(s['mean_tokens_injected']):>14}{stored:>11}")
     return lines
@@ -289,12 +291,13 @@ def combined_table(doc: dict) -> list[dict]:
 
 def combined_lines(doc: dict) -> list[str]:
     """Seed 001's second table as text lines (two token figures: literal / paraphrase)."""
-    lines = [f"{'policy':<44}{'current only':>13}{'conflict':>9}{'stale or missing':>17}"
+    w = _label_width(doc)
+    lines = [f"{'policy':<{w}}{'current only':>13}{'conflict':>9}{'stale or missing':>17}"
              f"{'deleted leaked':>15}{'mean tokens injected':>22}"]
     for r in combined_table(doc):
         toks = " / ".join(f"{m:,}" for m in r["mean_tokens"]) if len(set(r["mean_tokens"])) > 1 \
             else f"{r['mean_tokens'][0]:,}"
         leaked = f"{r['leaked']} of {r['n_deleted']}"
-        lines.append(f"{r['label']:<44}{r['current']:>13}{r['conflict']:>9}{r['stale_or_missing']:>17}"
+        lines.append(f"{r['label']:<{w}}{r['current']:>13}{r['conflict']:>9}{r['stale_or_missing']:>17}"
                      f"{leaked:>15}{toks:>22}")
     return lines

@@ -89,11 +89,11 @@ def _summary_lines(doc: dict) -> list[str]:
     for t in doc["trials"]:
         for form, s in t["summary"].items():
             rows.append((t["disturb"]["name"], form, s["n_probes"], s["current"], s["conflict"], s["stale"],
-                         s["missing"], s["leaked"], s["clean"], s["abstained"], s["answered"],
+                         s["missing"], s["leaked"], s["clean"], s["abstained"], s["answered"], s["unscored"],
                          f"{s['mean_tokens_injected']:.0f}", t["stored_tokens"]))
     headers = ("policy", "form", "probes", "current", "conflict", "stale", "missing", "leaked", "clean", "abstained",
-               "answered", "mean injected", "stored")
-    return table_lines(headers, rows, ("<", "<") + (">",) * 11)
+               "answered", "unscored", "mean injected", "stored")
+    return table_lines(headers, rows, ("<", "<") + (">",) * 12)
 
 
 @click.group("harness", context_settings={"help_option_names": ["-h", "--help"]})
@@ -133,7 +133,8 @@ def lab(policies, as_json, out):
 @click.option("--seed", type=int, default=42, show_default=True, help="Seed of the schedule positions and filler.")
 @click.option("--policy", "policies", multiple=True, metavar="NAME[:k=v,...]",
               help="Policies (repeatable). Default: seed 001's ten.")
-@click.option("--extra", is_flag=True, help="Also run ga-paper, ga-code, bitemporal and bitemporal-history.")
+@click.option("--extra", is_flag=True, help="Also run ga-paper, ga-code, bitemporal and bitemporal-history (those not already "
+                   "given with --policy).")
 @click.option("--forms", type=_FORMS, default="both", show_default=True, help="Probe forms to ask.")
 @_reader_options
 @click.option("--json", "as_json", is_flag=True, help="Print the run document as JSON.")
@@ -148,11 +149,13 @@ def bench(n_sessions, exchanges_per_session, seed, policies, extra, forms, reade
     """
     from ..clitools import progress_printer
     from .bench import combined_lines, per_form_lines, run_bench
-    from .policies import BENCH_POLICIES, EXTRA_POLICIES
+    from .policies import BENCH_POLICIES, EXTRA_POLICIES, parse_policy
 
     r, judge = _build_reader(reader, reader_cmd, judge_cmd, allow_same_judge, timeout, retries, backoff, cache_dir)
-    names = list(policies or BENCH_POLICIES) + (list(EXTRA_POLICIES) if extra else [])
-    doc = run_bench(names, n_sessions=n_sessions, exchanges_per_session=exchanges_per_session, seed=seed,
+    pols = [parse_policy(p) for p in (policies or BENCH_POLICIES)]
+    if extra:  # --extra adds the extra policies not already named with --policy
+        pols += [p for p in map(parse_policy, EXTRA_POLICIES) if p.name not in {q.name for q in pols}]
+    doc = run_bench(pols, n_sessions=n_sessions, exchanges_per_session=exchanges_per_session, seed=seed,
                     forms=_forms(forms), reader=r, judge=judge, progress=progress_printer(verbose))
     sc = doc["plant"]
     lines = [f"scenario {sc['scenario_id']} (sha256 {sc['scenario_sha256'][:12]}), reader "

@@ -3,7 +3,7 @@ conditions, the mechanical reader, seed 000's substring needles and its len/4 to
 
 from __future__ import annotations
 
-from .policies import LAB_POLICIES, POLICY_LABELS, parse_policy
+from .policies import LAB_POLICIES, parse_policy, policy_label
 from .readers import mechanical_reader
 from .scenario import Scenario, scenario_from_dict
 from .trial import Plant, ProbeSet, Score, run
@@ -89,14 +89,15 @@ def lab_by_type(doc: dict, policy: str = "compacted") -> dict:
 
 def lab_lines(doc: dict) -> list[str]:
     """The scorecard and the by-type compaction table as text lines."""
+    labels = [policy_label(t["disturb"]["name"], t["disturb"]["settings"]) for t in doc["trials"]]
+    w = max([16] + [len(label) + 2 for label in labels])
     lines = ["=== The scorecard: five conditions, one probe set ===",
-             f"{'condition':<16}{'recall':>8}{'stale':>7}{'abstain':>9}{'tokens':>8}", "-" * 48]
-    for r in lab_scorecard(doc):
-        label = POLICY_LABELS.get(r["policy"], r["policy"])
+             f"{'condition':<{w}}{'recall':>8}{'stale':>7}{'abstain':>9}{'tokens':>8}", "-" * (w + 32)]
+    for label, r in zip(labels, lab_scorecard(doc)):
         recall = f"{r['recall']}/{r['n_live']}"
         abstain = f"{r['abstained']}/{r['n_absent']}"
-        lines.append(f"{label:<16}{recall:>8}{r['stale']:>7}{abstain:>9}{r['tokens']:>8}")
-    lines.append("-" * 48)
+        lines.append(f"{label:<{w}}{recall:>8}{r['stale']:>7}{abstain:>9}{r['tokens']:>8}")
+    lines.append("-" * (w + 32))
     if any(t["disturb"]["name"] == "compacted" for t in doc["trials"]):
         lines += ["", "=== What the compaction kept, by fact type ==="]
         for typ, (kept, total) in lab_by_type(doc).items():

@@ -10,6 +10,7 @@ seed 001's ten policies, Generative-Agents retrieval and a bi-temporal store are
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -17,7 +18,7 @@ from .errors import HarnessError
 from .scenario import Exchange, Scenario
 
 __all__ = ["Policy", "POLICIES", "LAB_POLICIES", "BENCH_POLICIES", "EXTRA_POLICIES", "POLICY_LABELS",
-           "parse_policy", "render_exchange", "BM25Index"]
+           "policy_label", "parse_policy", "render_exchange", "BM25Index"]
 
 
 @dataclass(frozen=True)
@@ -553,6 +554,46 @@ POLICY_LABELS = {
     "ga-paper": "Generative Agents, paper weights", "ga-code": "Generative Agents, released-code weights",
     "bitemporal": "bi-temporal store, current view", "bitemporal-history": "bi-temporal store, with history",
 }
+
+
+def _setting_text(v) -> str:
+    if isinstance(v, bool):
+        return str(v).lower()
+    if v is None:
+        return "none"
+    if isinstance(v, dict):
+        return "/".join(_setting_text(x) for x in v.values())
+    if isinstance(v, (list, tuple)):
+        return "/".join(_setting_text(x) for x in v)
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def policy_label(name: str, settings: dict) -> str:
+    """The table label of a policy: the seeds' name (:data:`POLICY_LABELS`), with any setting that
+    differs from the policy's default shown (``k`` and ``n`` in the words, others in brackets).
+
+    Examples
+    --------
+    >>> policy_label("bm25-transcript", parse_policy("bm25-transcript:k=3").settings)
+    'BM25 top-3 over transcript'
+    >>> policy_label("profile", parse_policy("profile:stamp=false").settings)
+    'profile, upsert + delete, all injected (stamp=false)'
+    """
+    label = POLICY_LABELS.get(name, name)
+    try:
+        default = parse_policy(name).settings
+    except HarnessError:
+        return label
+    diff = {k: v for k, v in settings.items() if default.get(k) != v}
+    if "k" in diff and re.search(r"\btop-\d+\b", label):
+        label = re.sub(r"\btop-\d+\b", f"top-{diff.pop('k')}", label)
+    if "n" in diff and name == "last-exchanges":
+        label = re.sub(r"\blast \d+\b", f"last {diff.pop('n')}", label)
+    if diff:
+        label += " (" + ", ".join(f"{k}={_setting_text(v)}" for k, v in diff.items()) + ")"
+    return label
 
 
 def _parse_value(text: str):

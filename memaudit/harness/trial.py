@@ -210,10 +210,18 @@ def summarize_rows(rows: list[dict]) -> dict:
 
 
 def run(plant: Plant, policies: list[Policy], probe: ProbeSet, score: Score, *, progress=None) -> dict:
-    """Run one trial per policy; the run document (``memaudit-harness-run/1``)."""
+    """Run one trial per policy; the run document (``memaudit-harness-run/1``).
+
+    Policy names must be distinct (a trial is known by its policy's name in the tables, the CSV
+    files and :func:`diff_runs`).
+    """
     if not policies:
         raise HarnessError("no policy given; name at least one")
     names = [p.name for p in policies]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise HarnessError(f"policy {name!r} is given twice; a run holds one trial per policy name (compare "
+                               "two settings of one policy in two runs, with diff)")
     trials = []
     for pol in policies:
         if progress:
@@ -295,15 +303,54 @@ def load_run(path) -> dict:
     trials = doc.get("trials")
     if not isinstance(trials, list) or not trials:
         raise HarnessError(f"{path}: 'trials' must be a non-empty list")
+    names = set()
     for i, t in enumerate(trials):
-        try:
-            t["disturb"]["name"], t["summary"], t["rows"]
-            for r in t["rows"]:
-                r["probe"], r["form"], r["outcome"], r["tokens_injected"]
-        except (KeyError, TypeError):
-            raise HarnessError(f"{path}: trials[{i}] lacks disturb.name, summary or rows with probe, form, outcome "
-                               "and tokens_injected") from None
+        _check_trial(t, f"{path}: trials[{i}]")
+        name = t["disturb"]["name"]
+        if name in names:
+            raise HarnessError(f"{path}: policy {name!r} appears twice in trials; a run holds one trial per policy")
+        names.add(name)
     return doc
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_trial(t, w: str) -> None:
+    """The fields of one trial that ``diff_runs`` reads, with their types (a run file may be hand-edited)."""
+    if not isinstance(t, dict):
+        raise HarnessError(f"{w} must be an object; got {type(t).__name__}")
+    d = t.get("disturb")
+    if not isinstance(d, dict) or not isinstance(d.get("name"), str):
+        got = d.get("name") if isinstance(d, dict) else d
+        raise HarnessError(f"{w}.disturb.name must be a string; got {got!r}")
+    summary = t.get("summary")
+    if not isinstance(summary, dict):
+        raise HarnessError(f"{w}.summary must be an object (probe form -> counts); got {type(summary).__name__}")
+    for form, counts in summary.items():
+        if not isinstance(counts, dict):
+            raise HarnessError(f"{w}.summary[{form!r}] must be an object of counts; got {type(counts).__name__}")
+        for k, v in counts.items():
+            if not _is_num(v):
+                raise HarnessError(f"{w}.summary[{form!r}][{k!r}] must be a number; got {v!r}")
+    rows = t.get("rows")
+    if not isinstance(rows, list):
+        raise HarnessError(f"{w}.rows must be a list; got {type(rows).__name__}")
+    seen = set()
+    for j, r in enumerate(rows):
+        rw = f"{w}.rows[{j}]"
+        if not isinstance(r, dict):
+            raise HarnessError(f"{rw} must be an object; got {type(r).__name__}")
+        for k in ("probe", "form", "outcome"):
+            if not isinstance(r.get(k), str):
+                raise HarnessError(f"{rw}.{k} must be a string; got {r.get(k)!r}")
+        if not _is_num(r.get("tokens_injected")):
+            raise HarnessError(f"{rw}.tokens_injected must be a number; got {r.get('tokens_injected')!r}")
+        key = (r["probe"], r["form"])
+        if key in seen:
+            raise HarnessError(f"{rw}: probe {key[0]!r} ({key[1]}) appears twice")
+        seen.add(key)
 
 
 def diff_runs(a: dict, b: dict) -> dict:
