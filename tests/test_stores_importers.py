@@ -163,6 +163,48 @@ def test_pickle_refused_never_loaded(tmp_path, name, monkeypatch):
         load_amem(p)
 
 
+@pytest.mark.parametrize("protocol", [0, 1])
+@pytest.mark.parametrize("obj", [{"n1": {"content": "x"}}, [{"content": "x"}]])
+def test_old_protocol_pickles_refused(tmp_path, protocol, obj):
+    p = tmp_path / "notes.json"
+    p.write_bytes(pickle.dumps(obj, protocol=protocol))
+    with pytest.raises(StoreError, match=r"looks like a Python pickle"):
+        load_amem(p)
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_size_limit_holds_for_files_without_a_size():
+    # /dev/zero reports size 0: the limit must still stop the read
+    with pytest.raises(StoreError, match=r"/dev/zero: the file holds more than 1000 bytes, over the 1000-byte limit"):
+        load_mem0("/dev/zero", max_bytes=1000)
+
+
+@pytest.mark.parametrize("loader", [load_mem0, load_letta, load_amem])
+def test_integer_too_long_for_python_is_one_error(tmp_path, loader):
+    p = tmp_path / "huge.json"
+    p.write_text('{"results": [{"id": "a", "memory": "x", "created_at": ' + "9" * 5000 + "}]}")
+    with pytest.raises(StoreError, match=r"huge.json: not valid JSON: a number has more than 4300 digits"):
+        loader(p)
+
+
+@pytest.mark.parametrize("loader, doc", [
+    (load_mem0, {"results": [{"id": "a", "memory": "\ud800 eu-west-2"}]}),
+    (load_letta, [{"id": "passage-1", "text": "ok", "tags": ["\udfff"]}]),
+    (load_amem, {"notes": {"\udc00": None}}),
+])
+def test_lone_surrogates_are_refused_at_read_time(tmp_path, loader, doc):
+    p = tmp_path / "sur.json"
+    p.write_text(json.dumps(doc), encoding="ascii")  # json.dumps writes the surrogate as a \u escape
+    with pytest.raises(StoreError, match=r"sur.json: (field|a key).*\\u[dD][89a-fA-F][0-9a-fA-F]{2}, a lone UTF-16 surrogate"):
+        loader(p)
+
+
+def test_surrogate_pairs_are_fine(tmp_path):
+    p = tmp_path / "pair.json"
+    p.write_text(json.dumps({"results": [{"id": "a", "memory": "phone \U0001F4DE"}]}), encoding="ascii")
+    assert texts(load_mem0(p)) == ["phone \U0001F4DE"]
+
+
 def test_missing_file_and_directory(tmp_path):
     with pytest.raises(StoreError, match="no such file"):
         load_mem0(tmp_path / "nope.json")
@@ -324,6 +366,18 @@ def test_amem_sample_a_mcp_bulk():
     assert first.provenance["retrieval_count"] == 10 and "context: A formatting rule" in first.text
     counts = [i.provenance["retrieval_count"] for i in e.items]
     assert counts == sorted(counts, reverse=True)
+
+
+def test_amem_huge_numbers_are_errors_or_unknown_times(tmp_path):
+    p = tmp_path / "count.json"
+    p.write_text(json.dumps([{"id": "n", "content": "x", "retrieval_count": "9" * 5000}]))
+    with pytest.raises(StoreError, match=r"count.json: item \[0\] \(id 'n'\): field 'retrieval_count' must be an "
+                                         r"integer of at most 4300 digits"):
+        load_amem(p)
+    p.write_text('[{"id": "n", "content": "x", "timestamp": ' + "9" * 400 + "}]")
+    e = load_amem(p)
+    assert e.items[0].time is None and any("is not a time memaudit can read" in w for w in e.warnings)
+    assert parse_time(float("inf")) is None and parse_time(float("nan")) is None and parse_time(10 ** 400) is None
 
 
 def test_amem_chroma_dump_all_string_metadata():

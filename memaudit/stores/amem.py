@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 from .export import DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, parse_time, read_json_file, where
 
@@ -90,7 +91,12 @@ def amem_from_data(data, path: str = "<amem>") -> Export:
             raise StoreError(f"{at}: field 'context' must be a string; got {json.dumps(context)[:60]}")
         count = note.get("retrieval_count")
         if isinstance(count, str) and count.strip().lstrip("-").isdigit():
-            count = int(count)
+            try:
+                count = int(count)
+            except ValueError:  # more digits than Python converts
+                raise StoreError(f"{at}: field 'retrieval_count' must be an integer of at most "
+                                 f"{sys.get_int_max_str_digits()} digits; got a string of {len(count.strip())} "
+                                 "characters") from None
         if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
             raise StoreError(f"{at}: field 'retrieval_count' must be an integer; got {count!r}")
         raw_time = note.get("timestamp")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import math
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,9 +99,13 @@ class Export:
 
 # -- reading ------------------------------------------------------------------
 
-def _looks_like_pickle(path: str, head: bytes) -> bool:
-    # protocol 2+ pickles start with the PROTO opcode 0x80 followed by the protocol number (2..5)
-    return path.lower().endswith(_PICKLE_SUFFIXES) or (len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5)
+def _looks_like_pickle(path: str, raw: bytes) -> bool:
+    # protocol 2+ pickles start with the PROTO opcode 0x80 followed by the protocol number (2..5); protocol 0 / 1
+    # pickles of a dict or list start with MARK "(", EMPTY_DICT "}", EMPTY_LIST "]" or GLOBAL "c" and end with
+    # STOP "." -- no JSON text starts with those bytes
+    if path.lower().endswith(_PICKLE_SUFFIXES) or (len(raw) >= 2 and raw[0] == 0x80 and 2 <= raw[1] <= 5):
+        return True
+    return raw[:1] in (b"(", b"}", b"]", b"c") and raw.rstrip()[-1:] == b"."
 
 
 _PICKLE_HELP = ("{path}: this looks like a Python pickle (e.g. the A-Mem paper code's memory_cache_sample_*.pkl); "
@@ -121,21 +127,24 @@ def read_json_file(path, *, max_bytes: int | None = DEFAULT_MAX_BYTES, product: 
         Naming the file and what is wrong (size with the limit, byte offset, JSON position).
     """
     path = os.fspath(path)
+    limit = (f"over the {max_bytes}-byte limit for {product} exports (a guard against loading huge dumps into "
+             f"memory); raise it with --max-bytes N if this file is genuine")
     try:
-        size = os.path.getsize(path)
-        if max_bytes is not None and size > max_bytes:
-            raise StoreError(f"{path}: the file is {size} bytes, over the {max_bytes}-byte limit for {product} exports "
-                             f"(a guard against loading huge dumps into memory); raise it with --max-bytes N if "
-                             f"this file is genuine")
         with open(path, "rb") as fh:
-            raw = fh.read()
+            size = os.fstat(fh.fileno()).st_size
+            if max_bytes is not None and size > max_bytes:
+                raise StoreError(f"{path}: the file is {size} bytes, {limit}")
+            # never trust the size alone (0 for pipes and devices): read at most one byte past the limit
+            raw = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+            if max_bytes is not None and len(raw) > max_bytes:
+                raise StoreError(f"{path}: the file holds more than {max_bytes} bytes, {limit}")
     except FileNotFoundError:
         raise StoreError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise StoreError(f"{path}: is a directory, not an export file") from None
     except OSError as exc:
         raise StoreError(f"{path}: cannot read the file: {exc.strerror or exc}") from None
-    if _looks_like_pickle(path, raw[:2]):
+    if _looks_like_pickle(path, raw):
         raise StoreError(_PICKLE_HELP.format(path=path, name=os.path.basename(path)))
     try:
         text = raw.decode("utf-8-sig")
@@ -148,7 +157,37 @@ def read_json_file(path, *, max_bytes: int | None = DEFAULT_MAX_BYTES, product: 
         stripped = data.strip()
         if stripped[:1] in ("{", "["):
             data = _loads(stripped, path + " (the JSON string inside the file)")
+    if _ESCAPED_SURROGATE.search(text):
+        _refuse_lone_surrogates(data, path)
     return data
+
+
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _refuse_lone_surrogates(data, path: str) -> None:
+    """Raise when a string (or key) of ``data`` holds a lone UTF-16 surrogate (``\\ud800`` without its pair).
+
+    JSON allows such escapes but no UTF-8 output can hold them, so they are refused where they are
+    read, naming the place, instead of failing when the union package is written.
+    """
+    stack = [(data, "")]
+    while stack:
+        value, at = stack.pop()
+        if isinstance(value, str):
+            bad = _LONE_SURROGATE.search(value)
+            if bad:
+                where_ = at if at.startswith(("a key", "a top-level key")) else f"field {at.lstrip('.')!r}" if at else "the top-level string"
+                raise StoreError(f"{path}: {where_} holds \\u{ord(bad.group()):04x}, a lone UTF-16 surrogate "
+                                 "(half of an escaped pair), which is not text; fix the export's escaping")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                if _LONE_SURROGATE.search(k):
+                    stack.append((k, f"a key of field {at.lstrip('.')!r}" if at else "a top-level key"))
+                stack.append((v, f"{at}.{k}"))
+        elif isinstance(value, list):
+            stack.extend((v, f"{at}[{i}]") for i, v in enumerate(value))
 
 
 def _loads(text: str, source: str):
@@ -159,6 +198,9 @@ def _loads(text: str, source: str):
     except json.JSONDecodeError as exc:
         hint = " (the file looks truncated)" if exc.pos >= len(text.rstrip()) - 1 else ""
         raise StoreError(f"{source}: not valid JSON{hint}: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except ValueError as exc:  # an integer literal longer than Python's int conversion limit
+        raise StoreError(f"{source}: not valid JSON: a number has more than {sys.get_int_max_str_digits()} digits "
+                         f"({exc})") from None
     except RecursionError:
         raise StoreError(f"{source}: JSON nested too deeply to be an export") from None
 
@@ -231,13 +273,19 @@ def parse_time(raw) -> str | None:
     '2024-11-28T00:53:43.276872Z'
     >>> parse_time("2026-05-06T08:22:50Z"), parse_time(202604221505), parse_time("1:05 pm on 3 March, 2025")
     ('2026-05-06T08:22:50Z', '2026-04-22T15:05:00', '2025-03-03T13:05:00')
-    >>> parse_time("last tuesday") is None, parse_time(None) is None
-    (True, True)
+    >>> parse_time("last tuesday") is None, parse_time(None) is None, parse_time(10 ** 400) is None
+    (True, True, True)
     """
     if raw is None or isinstance(raw, bool):
         return None
-    if isinstance(raw, (int, float)):
-        raw = str(int(raw)) if float(raw).is_integer() else str(raw)
+    if isinstance(raw, float):
+        if not math.isfinite(raw):
+            return None
+        raw = str(int(raw)) if raw.is_integer() else str(raw)
+    elif isinstance(raw, int):
+        if abs(raw) >= 10 ** 14:  # no time format has more than 12 digits; also avoids huge str() conversions
+            return None
+        raw = str(raw)
     if not isinstance(raw, str) or not raw.strip():
         return None
     s = raw.strip()
