@@ -69,8 +69,8 @@ class Findings:
     Attributes
     ----------
     rows : list of dict
-        One per (set, package, budget_frac, method): ``ratio`` (value / OPT), ``validity_share``.
-        ``method`` ``OPT`` is the certified store itself.
+        One per (set, package, budget_frac, method): ``value``, ``ratio`` (value / OPT), ``store``
+        (the chosen candidate ids), ``validity_share``.  ``method`` ``OPT`` is the certified store itself.
     ablation_rows : list of dict
         One per (set, package, budget_frac): ``opt``, ``ablated_opt``, ``ratio``.
     unavailable : list of str
@@ -133,13 +133,18 @@ def compute_findings(sets=("small", "validity", "natural"), *, root=None, method
     Raises
     ------
     FindingsError
-        A set has no manifest, or a package file's sha256 differs from its manifest entry.
+        A set has no manifest or a malformed one; a package file's sha256 differs from its
+        manifest entry; a recorded budget is not its fraction of the stream cost; a recorded
+        store (full or ablated) is infeasible or not worth the recorded OPT; or a method (or the
+        ablated OPT) reaches more than the recorded OPT (by a relative 1e-6), so that OPT is not optimal.
     """
     from solvers.registry import get_method
 
     from .generators.ablate import ablate
     from .generators.datasets import ManifestError, load_manifest
-    from .package import compile_package, load_package, package_sha256
+    from solvers import evaluate
+
+    from .package import compile_package, load_package, package_sha256, resolve_budget
     from .solve import solve_package
 
     root = Path(root) if root is not None else default_root()
@@ -171,30 +176,77 @@ def compute_findings(sets=("small", "validity", "natural"), *, root=None, method
             compiled = compile_package(pkg)
             problem = compiled.problem
             kinds = [u.kind for u in pkg.units]
-            ablated_pkg = None
-            for r, ab in zip(entry["results"], entry["ablation"]["results"]):
+            try:
+                ablated_pkg = ablate(pkg, entry["ablation"]["dropped_kinds"])
+            except MemauditError as exc:
+                raise FindingsError(f"{path}: its manifest's ablation cannot be applied: {exc}") from None
+            ablated = compile_package(ablated_pkg)
+            for j, (r, ab) in enumerate(zip(entry["results"], entry["ablation"]["results"])):
                 budget, frac = r["budget"], r["budget_frac"]
+                expected = resolve_budget(pkg, budget_frac=frac)
+                if not math.isclose(budget, expected, rel_tol=1e-9, abs_tol=1e-9):
+                    raise FindingsError(f"{path} results[{j}]: budget {budget:.10g} is not {frac:g} of the stream "
+                                        f"cost ({expected:.10g}){_REBUILD}")
+                opt_store = _checked_store(path, f"results[{j}]", compiled, r, budget)
+                _checked_store(path, f"ablation.results[{j}]", ablated, ab, budget)
                 if resolve:
                     opt = solve_package(pkg, budget=budget, backend=None).value
-                    if ablated_pkg is None:
-                        ablated_pkg = ablate(pkg, entry["ablation"]["dropped_kinds"])
                     ablated_opt = solve_package(ablated_pkg, budget=budget, backend=None).value
                 else:
                     opt, ablated_opt = r["opt"], ab["opt"]
                 base = {"set": s, "package": entry["id"], "generator": entry["generator"], "budget_frac": frac,
                         "budget": budget, "opt": opt}
-                opt_store = compiled.indices(r["store"])
-                found.rows.append({**base, "method": "OPT", "value": opt, "ratio": 1.0,
+                opt_value = evaluate(problem, opt_store)  # the recorded OPT (checked), or the re-solved one
+                found.rows.append({**base, "method": "OPT", "value": opt_value,
+                                   "ratio": opt_value / opt if opt > 0 else 1.0, "store": list(r["store"]),
                                    "validity_share": validity_share(problem, opt_store, kinds)})
                 for m in runnable:
                     res = get_method(m)(problem, budget)
                     ratio = res.value / opt if opt > 0 else 1.0
+                    _check_ratio(path, frac, m, res.value, opt)
                     found.rows.append({**base, "method": m, "value": res.value, "ratio": ratio,
+                                       "store": compiled.ids(res.chosen),
                                        "validity_share": validity_share(problem, res.chosen, kinds)})
+                _check_ratio(path, frac, "the ablated OPT", ablated_opt, opt)
                 found.ablation_rows.append({**base, "ablated_opt": ablated_opt,
                                             "ratio": ablated_opt / opt if opt > 0 else 1.0})
     found.budget_fracs = sorted(fracs)
     return found
+
+
+_REBUILD = "; rebuild the manifest with scripts/build_packages_data.py --force"
+
+#: relative tolerance of the checks of a manifest's numbers
+_RTOL = 1e-6
+
+
+def _checked_store(path, where: str, compiled, result: dict, budget: float):
+    """The indices of ``result["store"]``, after checking it is feasible and worth ``result["opt"]``."""
+    from solvers import evaluate, is_feasible
+
+    from .errors import PackageError
+
+    frac = result["budget_frac"]
+    try:
+        chosen = compiled.indices(result["store"])
+    except PackageError as exc:
+        raise FindingsError(f"{path} {where} (budget fraction {frac:g}): the recorded store: {exc}{_REBUILD}") from None
+    if not is_feasible(compiled.problem, chosen, budget):
+        raise FindingsError(f"{path} {where} (budget fraction {frac:g}): the recorded store is not feasible at "
+                            f"budget {budget:.10g} (two candidates of one experience, or over the budget){_REBUILD}")
+    value = evaluate(compiled.problem, chosen)
+    if not math.isclose(value, result["opt"], rel_tol=_RTOL, abs_tol=1e-9):
+        raise FindingsError(f"{path} {where} (budget fraction {frac:g}): the recorded store is worth {value:.10g}, "
+                            f"not the recorded OPT {result['opt']:.10g}{_REBUILD}")
+    return chosen
+
+
+def _check_ratio(path, frac: float, what: str, value: float, opt: float) -> None:
+    """Refuse a value above the recorded OPT: that OPT cannot be optimal."""
+    if value > opt * (1 + _RTOL) + 1e-9:
+        ratio = value / opt if opt > 0 else math.inf
+        raise FindingsError(f"{path} at budget fraction {frac:g}: {what} reaches {value:.10g}, above the recorded "
+                            f"OPT {opt:.10g} (ratio {ratio:.6f}); the manifest's OPT is not optimal{_REBUILD}")
 
 
 def _p(x) -> str:
@@ -227,10 +279,10 @@ def format_findings(found: Findings) -> str:
         if d:
             cmp.append((f"density, tight budget ({TIGHT:g}), {s}", f"mean {_p(d['mean'])}, min {_p(d['min'])}",
                         PAPER["density_tight"]))
-    g = [r for r in summary if r["method"] == "gvt"]
+    g = [r["ratio"] for r in found.rows if r["method"] == "gvt"]
     if g:
-        cmp.append(("GVT, every set and budget", f"mean {_p(np.mean([r['mean'] for r in g]))}, min "
-                    f"{_p(min(r['min'] for r in g))}", PAPER["gvt"]))
+        cmp.append(("GVT, every package and budget", f"mean {_p(float(np.mean(g)))}, min {_p(min(g))}, n {len(g)}",
+                    PAPER["gvt"]))
     for r in ab:
         if r["set"] == "all":
             cmp.append((f"ablation, budget {r['budget_frac']:g}, all sets",

@@ -127,7 +127,8 @@ def test_every_package_and_its_ablation_reach_recorded_opt_certified(name, entry
 def test_load_manifest_errors(tmp_path):
     with pytest.raises(ManifestError, match="manifest.json: no such file; build it with scripts/build_packages_data"):
         load_manifest(tmp_path)
-    (tmp_path / "manifest.json").write_text('{"format": "memaudit-manifest/1", "packages": [{"file": "a.json"}]}')
+    (tmp_path / "manifest.json").write_text('{"format": "memaudit-manifest/1", "budget_fracs": [0.1], '
+                                            '"packages": [{"file": "a.json"}]}')
     with pytest.raises(ManifestError, match=r"packages\[0\] has no 'id'"):
         load_manifest(tmp_path)
     (tmp_path / "manifest.json").write_text('{"format": "other"}')

@@ -11,6 +11,7 @@ certified OPT of the same package without tombstone and compound_update candidat
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -180,6 +181,10 @@ def load_manifest(directory) -> dict:
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
         raise ManifestError(f"{path}: format must be {MANIFEST_FORMAT!r}; got "
                             f"{data.get('format') if isinstance(data, dict) else type(data).__name__!r}")
+    fracs = data.get("budget_fracs")
+    if (not isinstance(fracs, list) or not fracs
+            or not all(_is_number(f) and 0 < f <= 1 for f in fracs)):
+        raise ManifestError(f"{path}: budget_fracs must be a non-empty list of numbers in (0, 1]; got {fracs!r}")
     packages = data.get("packages")
     if not isinstance(packages, list):
         raise ManifestError(f"{path}: packages must be a list")
@@ -187,10 +192,42 @@ def load_manifest(directory) -> dict:
         for key in ("file", "id", "sha256", "generator", "results", "ablation"):
             if not isinstance(p, dict) or key not in p:
                 raise ManifestError(f"{path}: packages[{i}] has no {key!r}")
-        for j, r in enumerate(p["results"]):
-            for key in ("budget_frac", "budget", "opt", "store"):
-                if key not in r:
-                    raise ManifestError(f"{path}: packages[{i}] ({p['file']!r}).results[{j}] has no {key!r}")
-        if os.sep in p["file"] or p["file"].startswith("."):
+        if not isinstance(p["file"], str) or os.sep in p["file"] or "/" in p["file"] or p["file"].startswith("."):
             raise ManifestError(f"{path}: packages[{i}].file must be a plain file name; got {p['file']!r}")
+        where = f"{path}: packages[{i}] ({p['file']!r})"
+        for key in ("id", "sha256", "generator"):
+            if not isinstance(p[key], str) or not p[key]:
+                raise ManifestError(f"{where}.{key} must be a non-empty string; got {p[key]!r}")
+        ablation = p["ablation"]
+        if not isinstance(ablation, dict):
+            raise ManifestError(f"{where}.ablation must be an object")
+        for key in ("dropped_kinds", "results"):
+            if key not in ablation:
+                raise ManifestError(f"{where}.ablation has no {key!r}")
+        if not isinstance(ablation["dropped_kinds"], list) or not all(isinstance(k, str)
+                                                                      for k in ablation["dropped_kinds"]):
+            raise ManifestError(f"{where}.ablation.dropped_kinds must be a list of candidate kinds")
+        for name, rows in (("results", p["results"]), ("ablation.results", ablation["results"])):
+            if not isinstance(rows, list):
+                raise ManifestError(f"{where}.{name} must be a list")
+            for j, r in enumerate(rows):
+                if not isinstance(r, dict):
+                    raise ManifestError(f"{where}.{name}[{j}] must be an object")
+                for key in ("budget_frac", "budget", "opt", "store"):
+                    if key not in r:
+                        raise ManifestError(f"{where}.{name}[{j}] has no {key!r}")
+                for key in ("budget_frac", "budget", "opt"):
+                    if not _is_number(r[key]) or r[key] < 0:
+                        raise ManifestError(f"{where}.{name}[{j}].{key} must be a finite number >= 0; "
+                                            f"got {r[key]!r}")
+                if not isinstance(r["store"], list) or not all(isinstance(c, str) for c in r["store"]):
+                    raise ManifestError(f"{where}.{name}[{j}].store must be a list of candidate ids")
+            at = [r["budget_frac"] for r in rows]
+            if at != fracs:
+                raise ManifestError(f"{where}: {name} are at budget fractions {at}, not the manifest's "
+                                    f"budget_fracs {fracs}")
     return data
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
