@@ -81,6 +81,42 @@ def test_mem0_history_rebuilds_store_and_keeps_deleted_text():
     assert not holds(e, PHONE)
 
 
+def test_mem0_history_rows_are_replayed_in_time_order(tmp_path):
+    p = tmp_path / "h.json"
+    p.write_text(json.dumps([
+        {"id": "h2", "memory_id": "m1", "event": "UPDATE", "old_memory": "Tests use Jest",
+         "new_memory": "Tests use Vitest", "created_at": "2026-01-01T09:00:00Z", "updated_at": "2026-03-01T09:00:00Z"},
+        {"id": "h1", "memory_id": "m1", "event": "ADD", "new_memory": "Tests use Jest",
+         "created_at": "2026-01-01T09:00:00Z", "updated_at": None},
+        {"id": "h4", "memory_id": "m2", "event": "DELETE", "old_memory": "Phone +44 7700 900461",
+         "created_at": "2026-02-02T10:00:00.500000Z", "updated_at": None},
+        {"id": "h3", "memory_id": "m2", "event": "ADD", "new_memory": "Phone +44 7700 900461",
+         "created_at": "2026-02-02T10:00:00Z", "updated_at": None},
+    ]))
+    e = load_mem0(p)
+    assert texts(e) == ["Tests use Vitest"]
+    assert not e.warnings
+
+
+def test_mem0_history_without_readable_times_keeps_file_order(tmp_path):
+    p = tmp_path / "h.json"
+    p.write_text(json.dumps([{"id": "h1", "memory_id": "m1", "event": "ADD", "new_memory": "a"},
+                             {"id": "h2", "memory_id": "m1", "event": "UPDATE", "old_memory": "a", "new_memory": "b",
+                              "created_at": "2026-01-01T00:00:00Z"}]))
+    e = load_mem0(p)
+    assert texts(e) == ["b"] and any("in file order" in w for w in e.warnings)
+
+
+def test_mem0_order_compares_times_not_characters(tmp_path):
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps({"results": [
+        {"id": "a", "memory": "whole second", "updated_at": "2026-01-01T10:00:00Z"},
+        {"id": "b", "memory": "half a second later", "updated_at": "2026-01-01T10:00:00.500000Z"},
+        {"id": "c", "memory": "an hour later in Berlin, earlier in UTC", "updated_at": "2026-01-01T10:30:00+01:00"},
+    ]}))
+    assert [i.id for i in load_mem0(p).items] == ["b", "a", "c"]
+
+
 def test_mem0_history_bad_event(tmp_path):
     p = tmp_path / "h.json"
     p.write_text(json.dumps([{"id": "h1", "memory_id": "m1", "event": "MERGE", "new_memory": "x"}]))
@@ -195,7 +231,7 @@ def test_integer_too_long_for_python_is_one_error(tmp_path, loader):
 def test_lone_surrogates_are_refused_at_read_time(tmp_path, loader, doc):
     p = tmp_path / "sur.json"
     p.write_text(json.dumps(doc), encoding="ascii")  # json.dumps writes the surrogate as a \u escape
-    with pytest.raises(StoreError, match=r"sur.json: (field|a key).*\\u[dD][89a-fA-F][0-9a-fA-F]{2}, a lone UTF-16 surrogate"):
+    with pytest.raises(StoreError, match=r"sur.json: (field|a key).*\\u[dD][89a-fA-F]\w\w, a lone UTF-16 surrogate"):
         loader(p)
 
 
@@ -378,6 +414,13 @@ def test_amem_huge_numbers_are_errors_or_unknown_times(tmp_path):
     e = load_amem(p)
     assert e.items[0].time is None and any("is not a time memaudit can read" in w for w in e.warnings)
     assert parse_time(float("inf")) is None and parse_time(float("nan")) is None and parse_time(10 ** 400) is None
+
+
+def test_amem_order_compares_times_not_characters(tmp_path):
+    p = tmp_path / "n.json"
+    p.write_text(json.dumps([{"id": "a", "content": "x", "timestamp": "2026-01-01T10:00:00"},
+                             {"id": "b", "content": "y", "timestamp": "2026-01-01T10:00:00.500000"}]))
+    assert [i.id for i in load_amem(p).items] == ["b", "a"]
 
 
 def test_amem_chroma_dump_all_string_metadata():

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from .export import DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, parse_time, read_json_file, where
+from .export import DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, parse_time, read_json_file, time_key, where
 
 __all__ = ["load_amem", "amem_from_data"]
 
@@ -128,7 +128,7 @@ def amem_from_data(data, path: str = "<amem>") -> Export:
 
 
 def _desc(time: str | None):
-    return (time is None, tuple(-ord(c) for c in (time or "").rstrip("Z")))
+    return (time is None, -(time_key(time) or 0))
 
 
 def _as_list(v, at: str, key: str) -> list:

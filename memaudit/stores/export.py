@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import MemauditError
 
 __all__ = ["StoreError", "MemoryItem", "Export", "DEFAULT_MAX_BYTES", "read_json_file", "parse_time",
-           "expect", "where", "PRODUCTS"]
+           "time_key", "expect", "where", "PRODUCTS"]
 
 #: files larger than this many bytes are refused (override with ``max_bytes`` / ``--max-bytes``)
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -178,7 +178,10 @@ def _refuse_lone_surrogates(data, path: str) -> None:
         if isinstance(value, str):
             bad = _LONE_SURROGATE.search(value)
             if bad:
-                where_ = at if at.startswith(("a key", "a top-level key")) else f"field {at.lstrip('.')!r}" if at else "the top-level string"
+                if at.startswith(("a key", "a top-level key")):
+                    where_ = at
+                else:
+                    where_ = f"field {at.lstrip('.')!r}" if at else "the top-level string"
                 raise StoreError(f"{path}: {where_} holds \\u{ord(bad.group()):04x}, a lone UTF-16 surrogate "
                                  "(half of an escaped pair), which is not text; fix the export's escaping")
         elif isinstance(value, dict):
@@ -309,3 +312,21 @@ def parse_time(raw) -> str | None:
     if t.tzinfo is not None:
         return t.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat() + "Z"
     return t.isoformat()
+
+
+_MICROSECOND = dt.timedelta(microseconds=1)
+
+
+def time_key(time: str | None) -> int | None:
+    """Microseconds since year 1 of a time from :func:`parse_time` (None for None), for sorting by time.
+
+    Aware (``...Z``) and naive times compare by wall clock, as they are written.
+
+    Examples
+    --------
+    >>> time_key("2026-01-01T10:00:00Z") < time_key("2026-01-01T10:00:00.5")
+    True
+    """
+    if time is None:
+        return None
+    return (dt.datetime.fromisoformat(time.rstrip("Z")) - dt.datetime.min) // _MICROSECOND

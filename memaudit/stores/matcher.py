@@ -197,8 +197,10 @@ def invalidated_mention(text: str, aliases) -> bool:
     True
     >>> invalidated_mention("Priya is on call. Tests moved to Vitest.", ["Priya"])
     False
-    >>> invalidated_mention("We have not moved off Jest.", ["Jest"]), invalidated_mention("Jest is used to run tests.", ["Jest"])
-    (False, False)
+    >>> invalidated_mention("We have not moved off Jest.", ["Jest"])
+    False
+    >>> invalidated_mention("Jest is used to run the tests.", ["Jest"])
+    False
     """
     return any(_invalidated_in(s, aliases) for s in sentences(text))
 

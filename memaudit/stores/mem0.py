@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from .export import DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, expect, parse_time, read_json_file, where
+from .export import (DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, expect, parse_time, read_json_file, time_key,
+                     where)
 
 __all__ = ["load_mem0", "mem0_from_data"]
 
@@ -105,13 +106,8 @@ def mem0_from_data(data, path: str = "<mem0>") -> Export:
 
 def _ranked(items: list[MemoryItem]) -> list[MemoryItem]:
     """Newest first; unknown times last; ties keep export order."""
-    order = sorted(range(len(items)), key=lambda k: (items[k].time is None, _neg(items[k].time), k))
+    order = sorted(range(len(items)), key=lambda k: (items[k].time is None, -(time_key(items[k].time) or 0), k))
     return [_with_rank(items[k], r) for r, k in enumerate(order)]
-
-
-def _neg(time: str | None):
-    # sort key that puts later ISO strings first (naive and aware strings compare by wall clock)
-    return tuple(-ord(ch) for ch in (time or "").rstrip("Z"))
 
 
 def _with_rank(item: MemoryItem, rank: int) -> MemoryItem:
@@ -119,11 +115,28 @@ def _with_rank(item: MemoryItem, rank: int) -> MemoryItem:
 
 
 def _from_history(rows: list, path: str) -> Export:
-    """Rebuild the store from ``history()`` rows: the last text of each memory unless deleted."""
+    """Rebuild the store from ``history()`` rows: the last text of each memory unless deleted.
+
+    Rows are replayed in time order (``updated_at``, else ``created_at``; ties keep file order),
+    or in file order, with a warning, when some row has no readable time.
+    """
     state: dict[str, dict] = {}
     retained: list[dict] = []
     warnings: list[str] = []
+    times = []
     for i, row in enumerate(rows):
+        at = where(path, i, row)
+        created = expect(row, "created_at", (str, type(None)), at)
+        updated = expect(row, "updated_at", (str, type(None)), at)
+        times.append(time_key(parse_time(updated if updated is not None else created)))
+    order = list(range(len(rows)))
+    if all(t is not None for t in times):
+        order.sort(key=lambda k: times[k])
+    else:
+        warnings.append(f"{path}: {sum(t is None for t in times)} history row(s) have no readable time; the rows "
+                        "are replayed in file order")
+    for i in order:
+        row = rows[i]
         at = where(path, i, row)
         rid = expect(row, "id", (str, int), at)
         mid = expect(row, "memory_id", str, at, required=True)
