@@ -134,3 +134,122 @@ def test_load_manifest_errors(tmp_path):
     (tmp_path / "manifest.json").write_text('{"format": "other"}')
     with pytest.raises(ManifestError, match="format must be 'memaudit-manifest/1'; got 'other'"):
         load_manifest(tmp_path)
+
+
+# -- build_set: shipped files change only with the generator version --------------------------
+
+def _snapshot(directory):
+    return {p.name: p.read_bytes() for p in sorted(Path(directory).glob("*.json"))}
+
+
+@pytest.fixture
+def tiny_set(tmp_path, monkeypatch):
+    """``build_set("small")`` on two small packages under tmp_path; returns (root, specs list to edit)."""
+    from memaudit.generators import datasets
+
+    specs = [("small", 0, {"chatter": 0}), ("small", 1, {"chatter": 0})]
+    monkeypatch.setattr(datasets, "set_specs", lambda name: list(specs))
+    datasets.build_set("small", tmp_path)
+    return tmp_path, specs
+
+
+def test_build_set_refuses_to_rewrite_a_file_under_the_same_generator_version(tiny_set):
+    from memaudit.generators.datasets import build_set
+
+    root, _ = tiny_set
+    path = root / "small" / "small-s1.json"
+    path.write_bytes(path.read_bytes().replace(b'"text": "', b'"text": " ', 1))  # a hand edit
+    before = _snapshot(root / "small")
+    with pytest.raises(ManifestError, match=r"small-s1.json: the generator now writes other bytes for it under the "
+                                            r"same generator version '1'; bump memaudit.generators.GENERATOR_VERSION"):
+        build_set("small", root)
+    assert _snapshot(root / "small") == before
+    build_set("small", root, allow_rewrite=True)
+    after = load_manifest(root / "small")
+    assert package_sha256(path) == next(p["sha256"] for p in after["packages"] if p["file"] == path.name)
+    assert path.read_bytes() == (json.dumps(package_to_dict(generate("small", 1, chatter=0)), indent=2,
+                                            ensure_ascii=False) + "\n").encode()
+
+
+def test_build_set_rewrites_files_when_the_generator_version_changes(tiny_set, monkeypatch):
+    import memaudit.generators as generators
+    from memaudit.generators.datasets import build_set
+
+    root, _ = tiny_set
+    before = _snapshot(root / "small")
+    assert build_set("small", root)["packages"] == load_manifest(root / "small")["packages"]
+    assert _snapshot(root / "small") == before  # nothing changed: nothing rewritten, entries reused
+    monkeypatch.setattr(generators, "GENERATOR_VERSION", "2")
+    manifest = build_set("small", root)
+    assert manifest["generator_version"] == "2"
+    assert all(p["generator_version"] == "2" for p in manifest["packages"])
+    assert load_package(root / "small" / "small-s0.json").meta["generator_version"] == "2"
+
+
+def test_build_set_writes_nothing_when_a_certification_fails(tiny_set, monkeypatch):
+    import memaudit.generators as generators
+    from memaudit.generators import datasets
+
+    root, _ = tiny_set
+    before = _snapshot(root / "small")
+    monkeypatch.setattr(generators, "GENERATOR_VERSION", "2")
+    real = datasets.certify_at
+
+    def certify_at(pkg, frac, **kw):
+        if pkg.id == "small-s1":
+            raise ManifestError(f"package {pkg.id!r}: not certified")
+        return real(pkg, frac, **kw)
+
+    monkeypatch.setattr(datasets, "certify_at", certify_at)
+    with pytest.raises(ManifestError, match="'small-s1': not certified"):
+        datasets.build_set("small", root)
+    assert _snapshot(root / "small") == before  # neither small-s0.json nor the manifest was rewritten
+
+
+def test_build_set_refuses_a_leftover_generated_file(tiny_set):
+    from memaudit.generators.datasets import build_set
+
+    root, specs = tiny_set
+    specs.pop()
+    before = _snapshot(root / "small")
+    with pytest.raises(ManifestError, match=r"small-s1.json: a generated package \(small, seed 1\) that set 'small' "
+                                            r"no longer lists; delete it"):
+        build_set("small", root)
+    assert _snapshot(root / "small") == before
+
+
+def test_build_set_recertifies_every_entry_when_versions_change(tiny_set, monkeypatch):
+    import memaudit.certificate as certificate
+    from memaudit.generators.datasets import build_set
+
+    root, _ = tiny_set
+    lines = []
+    build_set("small", root, say=lines.append)
+    assert not any(line.startswith("certifying") for line in lines)
+    monkeypatch.setattr(certificate, "solver_versions", lambda: {"milp-highs": "highspy 0.0"})
+    lines.clear()
+    manifest = build_set("small", root, say=lines.append)
+    assert sum(line.startswith("certifying") for line in lines) == 2
+    assert manifest["backend_versions"] == {"milp-highs": "highspy 0.0"}
+
+
+def test_build_script_passes_allow_rewrite(monkeypatch, capsys):
+    import importlib.util
+
+    from memaudit.generators import datasets
+
+    spec = importlib.util.spec_from_file_location("build_packages_data", DATA.parent / "scripts" /
+                                                  "build_packages_data.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    calls = []
+    monkeypatch.setattr(datasets, "build_set", lambda name, root, **kw: calls.append((name, kw)) or {"packages": []})
+    assert script.main(["--sets", "small", "--allow-rewrite"]) == 0
+    assert calls == [("small", {"force": False, "allow_rewrite": True, "say": print})]
+
+    def refuse(name, root, **kw):
+        raise ManifestError("x.json: the generator now writes other bytes")
+
+    monkeypatch.setattr(datasets, "build_set", refuse)
+    assert script.main(["--sets", "small"]) == 1
+    assert capsys.readouterr().err == "error: x.json: the generator now writes other bytes\n"

@@ -81,8 +81,8 @@ def certify_at(pkg, budget_frac: float, *, backend: str = "milp-highs") -> dict:
             "methods": {r.method: _method_entry(r, report.compiled) for r in report.results}}
 
 
-def _entry(path: Path, pkg, provenance: dict, fracs) -> dict:
-    from ..package import package_sha256, stream_cost
+def _entry(file_name: str, sha256: str, pkg, provenance: dict, fracs) -> dict:
+    from ..package import stream_cost
     from .ablate import ablate
 
     started = time.perf_counter()
@@ -94,70 +94,113 @@ def _entry(path: Path, pkg, provenance: dict, fracs) -> dict:
         ablation.append({"budget_frac": f, "budget": r["budget"], "opt": r["opt"],
                          "ratio_to_full_opt": r["opt"] / full["opt"] if full["opt"] > 0 else None,
                          "store": r["store"]})
-    return {"file": path.name, "id": pkg.id, "sha256": package_sha256(path), **provenance,
+    return {"file": file_name, "id": pkg.id, "sha256": sha256, **provenance,
             "n_experiences": len(pkg.experiences), "n_candidates": len(pkg.candidates), "n_units": len(pkg.units),
             "n_queries": len(pkg.queries), "cost_model": pkg.cost_model, "stream_cost": stream_cost(pkg),
             "results": results, "ablation": {"dropped_kinds": list(ABLATION_KINDS), "results": ablation},
             "build_seconds": round(time.perf_counter() - started, 3)}
 
 
-def build_set(name: str, root, *, force: bool = False, say=None) -> dict:
+def _recorded_version(path: Path, prev: dict | None):
+    """The generator version a shipped generated file was written with (its manifest entry, else its meta)."""
+    if prev is not None and "generator_version" in prev:
+        return prev["generator_version"]
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))["meta"]["generator_version"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def build_set(name: str, root, *, force: bool = False, allow_rewrite: bool = False, say=None) -> dict:
     """Write set ``name`` under ``root/name``: generated packages, then the manifest.
 
-    A generated file is rewritten only when its bytes would change; a package whose sha256
-    is unchanged keeps its manifest entry unless ``force``.  Any other ``*.json`` already in
-    the directory (not written by this function) is a hand-built package: it is never
-    modified, and enters the manifest with ``"generator": "hand-built"`` and its certified OPTs.
+    Every package is generated and certified in memory first; files and the manifest are
+    written only once all of them certified, so a failure leaves the directory as it was.
+    A generated file is rewritten only when its bytes would change, and that is refused
+    (:class:`ManifestError`) when the file was written under the current generator version
+    (shipped files change only with the version) unless ``allow_rewrite``.  A package keeps
+    its manifest entry when its sha256, provenance and budgets are unchanged and the memaudit
+    and back-end versions are those of the old manifest, unless ``force``.  Any other ``*.json``
+    in the directory is a hand-built package: it is never modified, and enters the manifest
+    with ``"generator": "hand-built"`` and its certified OPTs; a generated package the set no
+    longer lists (its old manifest entry or its ``meta.generator`` says so) is refused instead.
     """
-    from ..certificate import solver_versions
+    import hashlib
+
+    from ..certificate import solver_versions, write_json
+    from ..fileio import atomic_write
     from ..package import load_package, package_sha256, package_to_dict
-    from . import GENERATOR_VERSION, generate, write_package
+    from . import GENERATOR_VERSION, GENERATORS, generate
     from .. import __version__
 
     say = say or (lambda line: None)
     directory = Path(root) / name
-    directory.mkdir(parents=True, exist_ok=True)
-    old = {}
+    old, old_top = {}, {}
     if manifest_path(directory).exists():
         try:
-            old = {p["file"]: p for p in load_manifest(directory)["packages"]}
+            old_top = load_manifest(directory)
+            old = {p["file"]: p for p in old_top["packages"]}
         except ManifestError as exc:
             say(f"ignoring the old manifest: {exc}")
-    entries = []
+    versions = {"memaudit_version": __version__, "backend_versions": solver_versions()}
+    same_versions = all(old_top.get(k) == v for k, v in versions.items())
+    if old and not same_versions and not force:
+        say("memaudit or back-end versions differ from the old manifest's: re-certifying every package")
+
+    entries = []  # (file name, sha256, package, provenance, bytes to write or None)
     generated = set()
     for family, seed, params in set_specs(name):
         pkg = generate(family, seed, **params)
         path = directory / f"{pkg.id}.json"
         generated.add(path.name)
-        text = json.dumps(package_to_dict(pkg), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-        if not path.exists() or path.read_bytes() != text.encode("utf-8"):
-            write_package(pkg, path)
-            say(f"wrote {path}")
+        data = (json.dumps(package_to_dict(pkg), indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+        write = None
+        if not path.exists():
+            write = data
+        elif path.read_bytes() != data:
+            if _recorded_version(path, old.get(path.name)) == GENERATOR_VERSION and not allow_rewrite:
+                raise ManifestError(f"{path}: the generator now writes other bytes for it under the same generator "
+                                    f"version {GENERATOR_VERSION!r}; bump memaudit.generators.GENERATOR_VERSION "
+                                    "(shipped files change only with it), or pass --allow-rewrite")
+            write = data
         provenance = {"generator": family, "generator_version": GENERATOR_VERSION, "seed": seed,
                       "params": pkg.meta["params"]}
-        entries.append((path, pkg, provenance))
+        entries.append((path.name, hashlib.sha256(data).hexdigest(), pkg, provenance, write))
     for path in sorted(directory.glob("*.json")):
         if path.name in generated or path.name == "manifest.json":
             continue
         pkg = load_package(path)
-        entries.append((path, pkg, {"generator": "hand-built", "generator_version": None, "seed": None,
-                                    "params": None}))
-    packages = []
-    for path, pkg, provenance in entries:
         prev = old.get(path.name)
-        if (not force and prev is not None and prev.get("sha256") == package_sha256(path)
+        gen = (prev.get("generator") if prev is not None and prev.get("generator") != "hand-built"
+               else pkg.meta.get("generator") if pkg.meta.get("generator") in GENERATORS
+               and "ablation" not in pkg.meta else None)
+        if gen is not None:
+            seed = prev.get("seed") if prev is not None else pkg.meta.get("seed")
+            raise ManifestError(f"{path}: a generated package ({gen}, seed {seed}) that set {name!r} no longer "
+                                "lists; delete it (only hand-built packages are kept beside the generated ones)")
+        entries.append((path.name, package_sha256(path), pkg,
+                        {"generator": "hand-built", "generator_version": None, "seed": None, "params": None}, None))
+
+    packages = []
+    for file_name, sha, pkg, provenance, _ in entries:
+        prev = old.get(file_name)
+        if (not force and same_versions and prev is not None and prev.get("sha256") == sha
                 and [r["budget_frac"] for r in prev.get("results", [])] == list(BUDGET_FRACS)
                 and all(prev.get(k) == v for k, v in provenance.items())):
             packages.append(prev)
             continue
-        say(f"certifying {path.name} at {', '.join(f'{f:g}' for f in BUDGET_FRACS)} of the stream cost...")
-        packages.append(_entry(path, pkg, provenance, BUDGET_FRACS))
-    manifest = {"format": MANIFEST_FORMAT, "set": name, "memaudit_version": __version__,
-                "generator_version": GENERATOR_VERSION, "budget_fracs": list(BUDGET_FRACS),
-                "method": "bnb", "backend": "milp-highs", "backend_versions": solver_versions(),
-                "packages": packages}
-    from ..certificate import write_json
+        say(f"certifying {file_name} at {', '.join(f'{f:g}' for f in BUDGET_FRACS)} of the stream cost...")
+        packages.append(_entry(file_name, sha, pkg, provenance, BUDGET_FRACS))
 
+    # everything certified: now write the changed files, then the manifest
+    directory.mkdir(parents=True, exist_ok=True)
+    for file_name, _, _, _, data in entries:
+        if data is not None:
+            atomic_write(directory / file_name, data)
+            say(f"wrote {directory / file_name}")
+    manifest = {"format": MANIFEST_FORMAT, "set": name, "memaudit_version": versions["memaudit_version"],
+                "generator_version": GENERATOR_VERSION, "budget_fracs": list(BUDGET_FRACS), "method": "bnb",
+                "backend": "milp-highs", "backend_versions": versions["backend_versions"], "packages": packages}
     write_json(manifest, manifest_path(directory))
     say(f"wrote {manifest_path(directory)} ({len(packages)} packages)")
     return manifest
