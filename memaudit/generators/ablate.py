@@ -38,14 +38,18 @@ def ablate(pkg: Package, drop_kinds, *, package_id: str | None = None, source_sh
     """``pkg`` without its candidates of the kinds in ``drop_kinds``.
 
     Units, queries and weights are kept as they are, so a unit only the dropped candidates
-    covered still counts in the objective and OPT can only fall.  ``meta["ablation"]`` records
-    the dropped kinds, how many candidates went, the source package id and (if given) its sha256.
+    covered still counts in the objective and OPT can only fall.  ``meta["ablation"]`` is a
+    list with one record per ablation (an ablated package ablated again keeps the earlier
+    records): the dropped kinds, how many candidates went, the source package id and (if
+    given) its sha256.  Dropping ``raw`` (or any group's most expensive candidate) lowers the
+    stream cost, so ``--budget-frac`` budgets of the result differ from the source's: compare
+    at an absolute budget.
 
     Raises
     ------
     AblationError
         When an experience would keep no candidate (its group would be empty): the message
-        names the experiences.
+        names the experiences; or ``package_id`` is empty.
 
     Examples
     --------
@@ -72,11 +76,15 @@ def ablate(pkg: Package, drop_kinds, *, package_id: str | None = None, source_sh
         raise AblationError(f"dropping {', '.join(drop)} would leave the group of experience {empty[0]!r}{more} "
                             "empty: every experience needs at least one candidate")
     data["candidates"] = kept
-    data["id"] = package_id or f"{pkg.id}-no-{'-'.join(drop)}"
+    data["id"] = package_id if package_id is not None else f"{pkg.id}-no-{'-'.join(drop)}"
+    if package_id is not None and (not isinstance(package_id, str) or not package_id.strip()):
+        raise AblationError(f"package id must not be empty; got {package_id!r} (leave --id out for the default)")
     meta = dict(data.get("meta", {}))
     record = {"dropped_kinds": list(drop), "n_dropped": len(pkg.candidates) - len(kept), "source_id": pkg.id}
     if source_sha256 is not None:
         record["source_sha256"] = source_sha256
-    meta["ablation"] = record
+    previous = meta.get("ablation")
+    previous = [] if previous is None else list(previous) if isinstance(previous, list) else [previous]
+    meta["ablation"] = [*previous, record]
     data["meta"] = meta
     return package_from_dict(data, source=f"ablation of package {pkg.id!r}")

@@ -121,11 +121,14 @@ def natural(seed, output, package_id, filler, filler_lines, exchanges_per_sessio
 def ablate_command(package, drop_kinds, output, package_id):
     """Write PACKAGE without the candidates of the given kinds (units and queries unchanged).
 
-    Fails (exit 1) when an experience would be left with no candidate.
+    Fails (exit 1) when an experience would be left with no candidate. The new package's
+    meta.ablation lists every ablation applied to it. Dropping raw (any group's most
+    expensive candidate) lowers the stream cost, so --budget-frac budgets of OUT differ
+    from PACKAGE's: compare the two at an absolute --budget (a note says so).
     """
     from ..clitools import same_file
     from ..errors import MemauditError
-    from ..package import load_package, package_sha256
+    from ..package import load_package, package_sha256, stream_cost
     from .ablate import ablate, parse_kinds
 
     kinds = parse_kinds(drop_kinds)
@@ -136,8 +139,12 @@ def ablate_command(package, drop_kinds, output, package_id):
     from . import write_package
 
     write_package(out, output)
-    click.echo(f"wrote {output}: package {out.id}, dropped {out.meta['ablation']['n_dropped']} candidates "
+    click.echo(f"wrote {output}: package {out.id}, dropped {out.meta['ablation'][-1]['n_dropped']} candidates "
                f"({', '.join(kinds)}); {len(out.candidates)} candidates left for {len(out.experiences)} experiences")
+    before, after = stream_cost(pkg), stream_cost(out)
+    if before != after:
+        click.echo(f"note: the stream cost changed from {before:g} to {after:g}, so --budget-frac budgets of {output} "
+                   "differ from its source's; compare the two at an absolute --budget", err=True)
 
 
 @click.group()
