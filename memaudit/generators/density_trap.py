@@ -42,7 +42,7 @@ __all__ = ["density_trap", "GENERATOR_VERSION", "TOPICS", "MAX_K"]
 MAX_K = 1000
 
 #: bump when the output of :func:`density_trap` changes for the same parameters
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = "1"
 
 #: (attribute, new value, retired values) for each topic, used in this order
 TOPICS = (
