@@ -99,7 +99,8 @@ def test_generative_agents_settings_recorded(doc):
     ga = {t["disturb"]["name"]: t["disturb"]["settings"] for t in doc["trials"]}
     assert ga["ga-paper"]["weights"] == {"recency": 1.0, "importance": 1.0, "relevance": 1.0}
     assert (ga["ga-paper"]["decay"], ga["ga-paper"]["recency"]) == (0.995, "hours")
-    assert ga["ga-code"]["weights"] == {"recency": 0.5, "importance": 3.0, "relevance": 2.0}
+    # retrieve.py: gw = [0.5, 3, 2] multiplies recency, relevance, importance in that order
+    assert ga["ga-code"]["weights"] == {"recency": 0.5, "importance": 2.0, "relevance": 3.0}
     assert (ga["ga-code"]["decay"], ga["ga-code"]["recency"]) == (0.99, "rank")
 
 
@@ -110,6 +111,15 @@ def test_generative_agents_weights_change_what_is_retrieved():
     assert all(line.startswith("[day 12]") for line in lines)  # recency only: the newest exchanges
     relevant = parse_policy("ga-paper:weights=0/0/1,k=1").build(sc, len)
     assert "eu-west-2" in relevant.inject(12, "Which region do we deploy to?")[0]
+
+
+def test_released_code_recency_rank_favours_the_oldest_memory():
+    # retrieve.py sorts by last access ascending and gives decay ** 1 to the first (oldest) node
+    sc = bench_scenario(n_sessions=12, exchanges_per_session=6)
+    code = parse_policy("ga-code:weights=1/0/0,k=3").build(sc, len)
+    assert all(line.startswith("[day 1]") for line in code.inject(12, "Which region do we deploy to?"))
+    newest = parse_policy("ga-code:weights=1/0/0,k=3,recency=rank-newest").build(sc, len)
+    assert all(line.startswith("[day 12]") for line in newest.inject(12, "Which region do we deploy to?"))
 
 
 def test_scenario_is_deterministic_and_seeded():

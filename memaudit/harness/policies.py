@@ -277,7 +277,10 @@ class _GenerativeAgents(_Memory):
             hours = np.array([max(0.0, now - (24.0 * (e.session - 1) + self.day_start_hour
                                               + self.hours_per_exchange * e.index)) for e in ex])
             rec = self.decay ** hours
-        else:  # rank: the newest memory has rank 1
+        elif self.recency == "rank":  # as the released code does: rank 1 = the OLDEST (least recently
+            ranks = np.arange(1, len(ex) + 1, dtype=float)  # accessed) memory, so it gets the largest term
+            rec = self.decay ** ranks
+        else:  # "rank-newest": rank 1 = the newest memory (what the paper's recency intends)
             ranks = np.arange(len(ex), 0, -1, dtype=float)
             rec = self.decay ** ranks
         imp = np.array([self.fact_importance if e.fact is not None else self.other_importance for e in ex], float)
@@ -462,14 +465,19 @@ def generative_agents(*, variant: str = "paper", k: int = 5, fact_importance: fl
 
     ``variant='paper'``: equal weights, recency 0.995 ** hours since the memory was written
     (exchange i of session d is written at hour 24 (d - 1) + day_start_hour + i hours_per_exchange;
-    the probe runs at hour probe_hour of its session).  ``variant='code'``: the released code as
-    seed 004 describes it: weights (recency 0.5, importance 3, relevance 2) and recency 0.99 ** rank
-    (rank 1 = the newest memory).  Relevance is the BM25 score (no embeddings here); importance is
+    the probe runs at hour probe_hour of its session).  ``variant='code'``: the released code
+    (joonspk-research/generative_agents, ``retrieve.py``: ``gw = [0.5, 3, 2]`` multiplies recency,
+    relevance and importance in that order): weights recency 0.5, relevance 3, importance 2, and
+    recency ``0.99 ** rank`` over the memories sorted by last access oldest first, so rank 1 (the
+    largest term) is the oldest memory; nothing is re-accessed here, so last access = creation.
+    Seed 004 reads the vector as making importance six times recency; the code weights relevance.
+    ``recency='rank-newest'`` ranks the newest memory first instead.  Relevance is the BM25 score (no embeddings here); importance is
     scripted instead of model-rated: ``fact_importance`` for exchanges that state or delete a fact,
     ``other_importance`` for filler.  ``weights``, ``decay`` and ``recency`` override the variant.
     """
     name = f"ga-{variant}"
-    presets = {"paper": ((1.0, 1.0, 1.0), 0.995, "hours"), "code": ((0.5, 3.0, 2.0), 0.99, "rank")}
+    # weights in the order (recency, importance, relevance)
+    presets = {"paper": ((1.0, 1.0, 1.0), 0.995, "hours"), "code": ((0.5, 2.0, 3.0), 0.99, "rank")}
     if variant not in presets:
         raise HarnessError(f"policy 'ga': setting variant must be 'paper' or 'code'; got {variant!r}")
     w0, d0, r0 = presets[variant]
@@ -480,8 +488,9 @@ def generative_agents(*, variant: str = "paper", k: int = 5, fact_importance: fl
     weights = tuple(_check_num("weights", w, name, 0, 1e9) for w in weights)
     decay = _check_num("decay", d0 if decay is None else decay, name, 0, 1)
     recency = r0 if recency is None else recency
-    if recency not in ("hours", "rank"):
-        raise HarnessError(f"policy '{name}': setting recency must be 'hours' or 'rank'; got {recency!r}")
+    if recency not in ("hours", "rank", "rank-newest"):
+        raise HarnessError(f"policy '{name}': setting recency must be 'hours', 'rank' or 'rank-newest'; "
+                           f"got {recency!r}")
     _check_int("k", k, 0, name)
     fi = _check_num("fact_importance", fact_importance, name, 1, 10)
     oi = _check_num("other_importance", other_importance, name, 1, 10)
@@ -620,7 +629,7 @@ def parse_policy(spec: str) -> Policy:
     >>> parse_policy("last-exchanges:n=8").spec()
     {'name': 'last-exchanges', 'settings': {'n': 8, 'stamp': True}}
     >>> parse_policy("ga-code").settings["weights"]
-    {'recency': 0.5, 'importance': 3.0, 'relevance': 2.0}
+    {'recency': 0.5, 'importance': 2.0, 'relevance': 3.0}
     >>> parse_policy("bm25")
     Traceback (most recent call last):
     ...
