@@ -6,7 +6,8 @@ import json
 import os
 import sys
 
-from .export import DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, parse_time, read_json_file, time_key, where
+from .export import (DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, claim_unique, parse_time, read_json_file,
+                     time_key, where)
 
 __all__ = ["load_amem", "amem_from_data"]
 
@@ -67,7 +68,7 @@ def amem_from_data(data, path: str = "<amem>") -> Export:
         raise StoreError(f"{path}: not an A-Mem export: expected MCP notes, a ChromaDB get() dump (ids, metadatas) "
                          f"or a list of notes; got {got}")
     items = []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     links: list[tuple[str, object]] = []
     for key, note in notes:
         at = where(path, key, note)
@@ -77,9 +78,7 @@ def amem_from_data(data, path: str = "<amem>") -> Export:
         if not isinstance(nid, (str, int)) or isinstance(nid, bool):
             raise StoreError(f"{at}: field 'id' must be a string; got {nid!r}")
         nid = str(nid)
-        if nid in seen:
-            raise StoreError(f"{at}: field 'id' must be unique; {nid!r} appears twice")
-        seen.add(nid)
+        claim_unique(seen, "id", nid, at, where(path, key))
         content = note.get("content")
         if isinstance(content, (int, float)) and not isinstance(content, bool):
             content = str(content)  # a-mem read-back turns all-digit strings into numbers

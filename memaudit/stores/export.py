@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import MemauditError
 
 __all__ = ["StoreError", "MemoryItem", "Export", "DEFAULT_MAX_BYTES", "read_json_file", "parse_time",
-           "time_key", "expect", "where", "PRODUCTS"]
+           "time_key", "expect", "where", "claim_unique", "PRODUCTS"]
 
 #: files larger than this many bytes are refused (override with ``max_bytes`` / ``--max-bytes``)
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -217,6 +217,24 @@ _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a b
 def _show(v) -> str:
     s = json.dumps(v, ensure_ascii=False, default=repr) if not isinstance(v, str) else repr(v)
     return s if len(s) <= 60 else s[:57] + "..."
+
+
+def claim_unique(seen: dict, field: str, value, at: str, place: str) -> None:
+    """Record that ``value`` of ``field`` was seen at ``place``; a second sighting is a StoreError
+    at ``at`` that names the first place.
+
+    Examples
+    --------
+    >>> seen = {}
+    >>> claim_unique(seen, "id", "a", "f.json: item [0]", "item [0]")
+    >>> claim_unique(seen, "id", "a", "f.json: item [1]", "item [1]")
+    Traceback (most recent call last):
+    ...
+    memaudit.stores.export.StoreError: f.json: item [1]: field 'id' must be unique; 'a' is also item [0]
+    """
+    if value in seen:
+        raise StoreError(f"{at}: field {field!r} must be unique; {value!r} is also {seen[value]}")
+    seen[value] = place
 
 
 def where(path: str, index, item=None, id_key: str = "id") -> str:

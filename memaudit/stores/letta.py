@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 
-from .export import DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, expect, parse_time, read_json_file, where
+from .export import (DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, claim_unique, expect, parse_time,
+                     read_json_file, where)
 
 __all__ = ["load_letta", "letta_from_data"]
 
@@ -170,10 +171,8 @@ def _agent_file_v2(data: dict, path: str, include_messages: bool) -> Export:
         if not isinstance(block, dict):
             raise StoreError(f"{at}: a block must be an object (JSON {{...}}); got {type(block).__name__}")
         bid = expect(block, "id", str, at, required=True)
-        if bid in block_by_id:
-            raise StoreError(f"{at}: field 'id' must be unique; {bid!r} is also {block_at[bid]}")
+        claim_unique(block_at, "id", bid, at, f"blocks[{i}]")
         block_by_id[bid] = (block, at)
-        block_at[bid] = f"blocks[{i}]"
     seen_blocks: list[str] = []
     messages: list[MemoryItem] = []
     agent_at: dict[str, str] = {}
@@ -183,9 +182,7 @@ def _agent_file_v2(data: dict, path: str, include_messages: bool) -> Export:
             raise StoreError(f"{at_agent}: an agent must be an object (JSON {{...}}); got {type(agent).__name__}")
         aid = expect(agent, "id", (str, type(None)), at_agent)
         if aid is not None:
-            if aid in agent_at:
-                raise StoreError(f"{at_agent}: field 'id' must be unique; {aid!r} is also {agent_at[aid]}")
-            agent_at[aid] = f"agents[{a}]"
+            claim_unique(agent_at, "id", aid, at_agent, f"agents[{a}]")
         for j, bid in enumerate(expect(agent, "block_ids", list, at_agent, default=[])):
             if not isinstance(bid, str):
                 raise StoreError(f"{at_agent}: field 'block_ids[{j}]' must be a string; got "
@@ -207,9 +204,7 @@ def _agent_file_v2(data: dict, path: str, include_messages: bool) -> Export:
             if not isinstance(msg, dict):
                 raise StoreError(f"{at}: a message must be an object (JSON {{...}}); got {type(msg).__name__}")
             mid = expect(msg, "id", str, at, required=True)
-            if mid in message_at:
-                raise StoreError(f"{at}: field 'id' must be unique; {mid!r} is also {message_at[mid]}")
-            message_at[mid] = f"agents[{a}].messages[{m}]"
+            claim_unique(message_at, "id", mid, at, f"agents[{a}].messages[{m}]")
             if in_context and mid not in in_context:
                 continue
             # messages of several agents are told apart by the agent id (or its position)
@@ -240,9 +235,7 @@ def _agent_file_v1(data: dict, path: str, include_messages: bool) -> Export:
         if not isinstance(block, dict):
             raise StoreError(f"{at}: a block must be an object (JSON {{...}}); got {type(block).__name__}")
         label = expect(block, "label", str, at, required=True)
-        if label in label_at:
-            raise StoreError(f"{at}: field 'label' must be unique; {label!r} is also {label_at[label]}")
-        label_at[label] = f"core_memory[{i}]"
+        claim_unique(label_at, "label", label, at, f"core_memory[{i}]")
         expect(block, "updated_at", (str, type(None)), at)
         blocks.append((label, block, at))
     items = _block_items(blocks, path, 0, stamped=True)
@@ -276,15 +269,13 @@ def _agent_file_v1(data: dict, path: str, include_messages: bool) -> Export:
 
 def _passages(rows: list, path: str, shape: str) -> Export:
     items, retained = [], []
-    seen: dict[str, int] = {}
+    seen: dict[str, str] = {}
     for i, row in enumerate(rows):
         at = where(path, i, row)
         if not isinstance(row, dict):
             raise StoreError(f"{at}: a passage must be an object (JSON {{...}}); got {type(row).__name__}")
         pid = expect(row, "id", str, at, required=True)
-        if pid in seen:
-            raise StoreError(f"{at}: field 'id' must be unique; {pid!r} is also item [{seen[pid]}]")
-        seen[pid] = i
+        claim_unique(seen, "id", pid, at, f"item [{i}]")
         text = expect(row, "text" if "text" in row or "content" not in row else "content", str, at, required=True)
         raw_time = expect(row, "created_at" if "created_at" in row else "timestamp", (str, type(None)), at)
         expect(row, "tags", (list, type(None)), at)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from .export import (DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, expect, parse_time, read_json_file, time_key,
-                     where)
+from .export import (DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, claim_unique, expect, parse_time,
+                     read_json_file, time_key, where)
 
 __all__ = ["load_mem0", "mem0_from_data"]
 
@@ -69,15 +69,13 @@ def mem0_from_data(data, path: str = "<mem0>") -> Export:
         warnings.append(f"{path}: exactly {len(rows)} memories, the default get_all limit (top_k=20 in 2.x, limit=100 "
                         "in 1.x): the dump may be truncated")
     items = []
-    seen: dict[str, int] = {}
+    seen: dict[str, str] = {}
     for i, row in enumerate(rows):
         at = where(path, i, row)
         if not isinstance(row, dict):
             raise StoreError(f"{at}: a memory item must be an object (JSON {{...}}); got {type(row).__name__}")
         mid = expect(row, "id", str, at, required=True)
-        if mid in seen:
-            raise StoreError(f"{at}: field 'id' must be unique; {mid!r} is also item [{seen[mid]}]")
-        seen[mid] = i
+        claim_unique(seen, "id", mid, at, f"item [{i}]")
         text = expect(row, "memory", str, at, required="source_payload" not in row)
         if text is None:  # migration records keep the text in the raw payload as 'data'
             payload = expect(row, "source_payload", dict, at)
@@ -175,15 +173,13 @@ def _from_history(rows: list, path: str) -> Export:
 def _from_openmemory(data: dict, path: str) -> Export:
     """OpenMemory ``memories.json``: active memories are served; paused / archived / deleted ones are retained."""
     items, retained, warnings = [], [], []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for i, row in enumerate(data["memories"]):
         at = where(path, i, row)
         if not isinstance(row, dict):
             raise StoreError(f"{at}: a memory must be an object (JSON {{...}}); got {type(row).__name__}")
         mid = expect(row, "id", str, at, required=True)
-        if mid in seen:
-            raise StoreError(f"{at}: field 'id' must be unique; {mid!r} appears twice")
-        seen.add(mid)
+        claim_unique(seen, "id", mid, at, f"item [{i}]")
         text = expect(row, "content", str, at, required=True)
         state = expect(row, "state", (str, type(None)), at) or "active"
         raw_time = expect(row, "updated_at", (str, type(None)), at) or expect(row, "created_at", (str, type(None)), at)
