@@ -13,7 +13,6 @@ a disagreement), the ratios are taken against the best value found and every row
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
@@ -169,11 +168,8 @@ def score_methods(pkg: Package, *, budget=None, budget_frac=None, methods=DEFAUL
     scores = []
     for name in names:
         say(f"{name}...")
-        started = time.perf_counter()
         result = run_solver(name, compiled.problem, b, dict(settings.get(name, {})))
-        score = _score(pkg, compiled, result, opt)
-        score.wall_time = time.perf_counter() - started
-        scores.append(score)
+        scores.append(_score(pkg, compiled, result, opt))
     total = stream_cost(pkg)
     opt_certified = report.certified or (backend is None and report.result.status == "optimal")
     return BaselineReport(package_id=pkg.id, budget=b, budget_frac=b / total if total else 0.0, opt=float(opt),

@@ -514,12 +514,7 @@ def _add_subpackage_commands() -> None:
 
     for command in (*generator_commands, *harness_commands, *store_commands):
         main.add_command(command)
-    generate = main.commands.get("generate")
-    if generate is None:
-        @main.group()
-        def generate():
-            """Generate seeded, reproducible packages."""
-    generate.add_command(density_trap_command)
+    main.commands["generate"].add_command(density_trap_command)
 
 
 _add_subpackage_commands()

@@ -36,12 +36,12 @@ from collections import deque
 
 import numpy as np
 
-from .objective import evaluate, marginal_gains, rows_entries
+from .objective import evaluate, marginal_gains, rows_entries, standalone_values
 from .problem import Problem
 from .result import Result, check_budget, make_result
 
 __all__ = ["density", "gvt", "gvt_upgrade", "random_store", "fifo", "recency", "kind_writer", "online_stores",
-           "standalone_values", "PICKS"]
+           "PICKS"]
 
 #: how an online writer chooses one candidate of an arriving experience
 PICKS = ("verbatim", "cheapest", "value")
@@ -50,18 +50,6 @@ PICKS = ("verbatim", "cheapest", "value")
 def _slack(budget: float) -> float:
     # the same round-off allowance as check_budget / is_feasible
     return 1e-9 * max(1.0, abs(budget))
-
-
-def standalone_values(problem: Problem) -> np.ndarray:
-    """``F({u})`` for every candidate u: its value if it were stored alone.
-
-    Examples
-    --------
-    >>> p = Problem.build([1, 2], [0, 1], [[1, 0.5], [2, 0]], [1.0, 4.0])
-    >>> standalone_values(p).tolist()
-    [3.0, 1.0]
-    """
-    return problem.cached("standalone", lambda: marginal_gains(problem, np.zeros(problem.n_units)))
 
 
 def density(problem: Problem, budget: float, /) -> Result:
@@ -178,15 +166,14 @@ def gvt(problem: Problem, budget: float, /, *, eps: float = 0.1, floor: float = 
     if fits.size:
         d = float(np.max(values[fits] / problem.costs[fits]))
         members = problem.group_members()
-        held = np.full(problem.n_groups, -1, dtype=np.int64)
-        used = np.zeros(problem.n_groups, dtype=bool)
+        held = np.full(problem.n_groups, -1, dtype=np.int64)   # the stored candidate of each group, -1: none
         sums = np.zeros(problem.n_units)
         remaining = budget
         tau, last = d, floor * d
         while True:
             thresholds += 1
             for g in range(problem.n_groups):
-                if used[g]:
+                if held[g] >= 0:
                     if upgrade:
                         remaining = _exchange(problem, sums, held, g, members[g], remaining, tau, budget)
                     continue
@@ -200,7 +187,6 @@ def gvt(problem: Problem, budget: float, /, *, eps: float = 0.1, floor: float = 
                 cand, gains = cand[ok], gains[ok]
                 u = int(cand[np.lexsort((cand, problem.costs[cand], -gains))[0]])
                 held[g] = u
-                used[g] = True
                 remaining -= problem.costs[u]
                 _add(problem, sums, u)
             if tau <= last:
@@ -262,7 +248,7 @@ def _pick(problem: Problem, members: np.ndarray, pick: str) -> int | None:
         return int(members[np.lexsort((members, -costs))[0]])
     if pick == "cheapest":
         return int(members[np.lexsort((members, costs))[0]])
-    values = marginal_gains(problem, np.zeros(problem.n_units), members)
+    values = standalone_values(problem)[members]
     return int(members[np.lexsort((members, costs, -values))[0]])
 
 

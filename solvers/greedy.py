@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from .objective import coverage_sums, evaluate, marginal_gains, rows_entries
+from .objective import coverage_sums, evaluate, marginal_gains, rows_entries, standalone_values
 from .problem import Problem
 from .result import Result, check_budget, make_result
 
@@ -80,7 +80,7 @@ def greedy(problem: Problem, budget: float, /) -> Result:
     single = np.flatnonzero(problem.costs <= budget + 1e-9 * max(1.0, abs(budget)))
     best, best_value = store, evaluate(problem, store)
     if single.size:
-        values = marginal_gains(problem, np.zeros(problem.n_units), single)
+        values = standalone_values(problem)[single]
         u = int(single[np.argmax(values)])
         if values.max() > best_value:
             best, best_value = np.array([u]), float(values.max())

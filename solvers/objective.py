@@ -7,7 +7,7 @@ import numpy as np
 from .problem import Problem
 
 __all__ = ["as_indices", "coverage_sums", "unit_values", "evaluate", "total_cost",
-           "is_feasible", "infeasibility", "marginal_gains", "h_values", "rows_entries"]
+           "is_feasible", "infeasibility", "marginal_gains", "standalone_values", "h_values", "rows_entries"]
 
 #: relative tolerance of the knapsack check, for float sums of costs
 COST_RTOL = 1e-9
@@ -129,6 +129,19 @@ def marginal_gains(problem: Problem, sums: np.ndarray, candidates=None) -> np.nd
     base = sums[units]
     gain = problem.weights[units] * (h_values(problem, units, base + data) - h_values(problem, units, base))
     return np.bincount(row_of, weights=gain, minlength=n)
+
+
+def standalone_values(problem: Problem) -> np.ndarray:
+    """``F({u})`` for every candidate u: its value if it were stored alone.
+
+    Examples
+    --------
+    >>> from solvers.problem import Problem
+    >>> p = Problem.build([1, 2], [0, 1], [[1, 0.5], [2, 0]], [1.0, 4.0])
+    >>> standalone_values(p).tolist()
+    [3.0, 1.0]
+    """
+    return problem.cached("standalone", lambda: marginal_gains(problem, np.zeros(problem.n_units)))
 
 
 def rows_entries(indptr: np.ndarray, rows: np.ndarray):
