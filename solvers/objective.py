@@ -7,7 +7,7 @@ import numpy as np
 from .problem import Problem
 
 __all__ = ["as_indices", "coverage_sums", "unit_values", "evaluate", "total_cost",
-           "is_feasible", "infeasibility", "marginal_gains", "standalone_values", "h_values", "rows_entries"]
+           "is_feasible", "infeasibility", "budget_slack", "marginal_gains", "standalone_values", "h_values", "rows_entries"]
 
 #: relative tolerance of the knapsack check, for float sums of costs
 COST_RTOL = 1e-9
@@ -61,6 +61,20 @@ def evaluate(problem: Problem, chosen) -> float:
 def total_cost(problem: Problem, chosen) -> float:
     """Sum of the costs of the chosen candidates."""
     return float(problem.costs[as_indices(problem, chosen)].sum())
+
+
+def budget_slack(budget: float) -> float:
+    """Float slack for a search-time budget check, relative to the budget's own scale.
+
+    ``cost <= budget + budget_slack(budget)`` is the one float rule every method uses while
+    it searches; it is sound at every scale (no absolute floor below 1).
+
+    Examples
+    --------
+    >>> budget_slack(2.0), budget_slack(1e-9) < 1e-17, budget_slack(0.0)
+    (2e-09, True, 0.0)
+    """
+    return COST_RTOL * abs(float(budget))
 
 
 def infeasibility(problem: Problem, chosen, budget: float) -> str:
