@@ -9,7 +9,8 @@ Exit codes
    the package).  One line ``error: <message>`` on stderr, no traceback.
 2  command-line usage error (click's own: unknown option, --budget with --budget-frac, ...).
 3  ``solve``: solved but not certified (time-out, the two results disagree, or the certifying
-   back-end declined the package: the store is reported with the reason);
+   back-end declined the package: the store is reported with the reason); ``baseline`` /
+   ``compare``: OPT, the denominator, is not certified (at some budget);
    ``verify``: a check failed.
 
 Any other exception is a bug and keeps its traceback.  Input files are never modified.
@@ -18,6 +19,10 @@ Any other exception is a bug and keeps its traceback.  Input files are never mod
 from __future__ import annotations
 
 import json
+import math
+import os
+import signal
+import sys
 
 import click
 
@@ -27,7 +32,7 @@ from . import __version__
 from .certificate import build_certificate, load_certificate, verify_certificate, write_certificate, write_json
 from .baselines import DEFAULT_METHODS, method_settings, parse_methods, score_methods
 from .baselines import compare as compare_methods
-from .clitools import budget_options, check_budget_flags, num, pct, progress_printer, same_file, table_lines
+from .clitools import budget_options, check_budget_flags, check_fraction, num, pct, plural, progress_printer, same_file, table_lines
 from .errors import MemauditError
 from .fileio import atomic_write
 from .generators.density_trap import MAX_K as MAX_TRAP_K
@@ -35,16 +40,20 @@ from .generators.density_trap import TOPICS as TRAP_TOPICS
 from .generators.density_trap import density_trap
 from .package import (COST_MODEL_UNITS, load_package, package_json_schema, package_to_dict, resolve_budget,
                       save_package, stream_cost, summarize)
-from .solve import BACKEND_ALIASES, solve_package, store_rows, uncovered_units
+from .solve import BACKEND_ALIASES, solve_package, store_rows, takes_time_limit, uncovered_units
 
-__all__ = ["main", "EXIT_OK", "EXIT_BAD_INPUT", "EXIT_USAGE", "EXIT_NOT_CERTIFIED"]
+__all__ = ["main", "run", "EXIT_OK", "EXIT_BAD_INPUT", "EXIT_USAGE", "EXIT_NOT_CERTIFIED"]
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
 EXIT_USAGE = 2
 EXIT_NOT_CERTIFIED = 3
 
-_BACKEND_CHOICES = "highs|cbc|cpsat|none"
+_BACKEND_CHOICES = "auto|highs|cbc|cpsat|none"
+
+#: default time limits of ``solve`` (seconds): the method, then the certifying back-end
+DEFAULT_METHOD_TIME_LIMIT = 60.0
+DEFAULT_BACKEND_TIME_LIMIT = 300.0
 
 
 def _one_line(exc: BaseException) -> str:
@@ -75,7 +84,7 @@ def main():
          back-end, missing back-end ("error: <message>" on stderr)
       2  command-line usage error
       3  solve: solved but not certified (time-out, disagreement, back-end declined);
-         verify: a check failed
+         baseline / compare: OPT not certified; verify: a check failed
     """
 
 
@@ -89,21 +98,27 @@ def _units_text(units: dict) -> str:
 
 def _print_solve(report) -> None:
     pkg, result = report.package, report.result
+    shown = report.best_result
     unit = COST_MODEL_UNITS[pkg.cost_model]
     total = stream_cost(pkg)
     echo = click.echo
-    echo(f"package {pkg.id}: {len(pkg.experiences)} experiences, {len(pkg.candidates)} candidates, "
-         f"{len(pkg.units)} units; cost model {pkg.cost_model}")
+    echo(f"package {pkg.id}: {plural(len(pkg.experiences), 'experience')}, "
+         f"{plural(len(pkg.candidates), 'candidate')}, {plural(len(pkg.units), 'unit')}; "
+         f"cost model {pkg.cost_model}")
     echo(f"budget {num(report.budget)} {unit} = {pct(report.budget, total)} of the stream cost "
          f"({num(total)} {unit})")
+    if report.backend_note:
+        echo(report.backend_note)
     echo("")
     if result.status == "optimal" and (report.certification is None or report.certification.certified):
         echo(f"OPT = {num(report.value)}")
     elif result.status == "optimal":
         echo(f"{result.method} claims OPT = {num(report.value)} (not confirmed by the back-end)")
+    elif report.backend_proved:
+        echo(f"OPT = {num(shown.value)}, proved by {shown.method} alone; {result.method} stopped short "
+             f"({_method_outcome(result)}, value {num(result.value)})")
     else:
-        echo(f"value = {num(report.value)} (not proven optimal: {result.method} status {result.status}, "
-             f"bound {num(result.bound)}, gap {result.gap:.3g})")
+        echo(f"value = {num(report.value)} (not proven optimal: {_method_outcome(result)})")
     echo(f"status: {report.status}")
     if report.certified:
         names = " + ".join(r.method for r in report.results)
@@ -113,8 +128,9 @@ def _print_solve(report) -> None:
         for reason in report.reasons:
             echo(f"  - {reason}")
     echo("")
-    rows = store_rows(report)
-    echo(f"store ({len(rows)} candidates, grouped by experience in stream order):")
+    rows = store_rows(report, shown)
+    whose = f", {shown.method}'s" if shown is not result else ""
+    echo(f"store ({plural(len(rows), 'candidate')}{whose}, grouped by experience in stream order):")
     if rows:
         table = [(r["experience"], r["candidate"], r["kind"], num(r["cost"]), _units_text(r["units"]))
                  for r in rows]
@@ -124,7 +140,7 @@ def _print_solve(report) -> None:
     else:
         echo("  (empty)")
     echo("")
-    missing = uncovered_units(report)
+    missing = uncovered_units(report, shown)
     total_weight = sum(u.weight for u in pkg.units)
     lost = sum(u["lost"] for u in missing)
     echo(f"units left uncovered: {len(missing)} of {len(pkg.units)} (weighted value {num(lost)} of "
@@ -135,12 +151,22 @@ def _print_solve(report) -> None:
         for line in table_lines(("unit", "kind", "weight", "coverage", "h/h(inf)"), table, ("<", "<", ">", ">", ">")):
             echo(line)
     echo("")
-    echo(f"cost {num(result.cost)} / budget {num(report.budget)} {unit} ({pct(result.cost, report.budget)} "
+    echo(f"cost {num(shown.cost)} / budget {num(report.budget)} {unit} ({pct(shown.cost, report.budget)} "
          "of the budget)")
     times = [f"{r.method} {r.wall_time:.3g} s ({r.status})" for r in report.results]
     if report.declined:
         times.append(f"{report.backend} declined")
-    echo("times: " + ", ".join(times))
+    echo("times: " + ", ".join(times) + f"; start-up {report.startup_time:.3g} s (imports, compiling the package)")
+
+
+def _method_outcome(result) -> str:
+    """``status timeout, bound 709.2, gap 0.24 %`` (a heuristic has no bound to show)."""
+    if result.status == "heuristic":
+        return f"{result.method} is a heuristic"
+    text = f"{result.method} status {result.status}, bound {num(result.bound)}"
+    if math.isfinite(result.gap):
+        text += f", gap {pct(result.gap, 1)}"
+    return text
 
 
 # -- commands --------------------------------------------------------------------
@@ -150,16 +176,26 @@ def _print_solve(report) -> None:
 @budget_options
 @click.option("--method", default="bnb", show_default=True, metavar="NAME",
               help="Method that chooses the store: " + method_names() + ".")
-@click.option("--backend", default="highs", show_default=True, metavar=_BACKEND_CHOICES,
-              help="Independent MILP back-end that certifies the optimum; 'none' skips certification.")
+@click.option("--backend", default="auto", show_default=True, metavar=_BACKEND_CHOICES,
+              help="Independent MILP back-end that certifies the optimum; 'auto' is highs, or cbc when "
+                   "the method is milp-highs; 'none' skips certification.")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
-              help="Time limit in seconds, for the method and for the back-end each.")
+              help="Time limit of the method in seconds (for methods that take one).  "
+                   f"[default: {DEFAULT_METHOD_TIME_LIMIT:g}]")
+@click.option("--backend-time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="SECONDS", help="Time limit of the certifying back-end in seconds.  [default: "
+                                      f"the --time-limit when given, else {DEFAULT_BACKEND_TIME_LIMIT:g}]")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the certificate plus the store).")
 @click.option("-o", "--output", type=click.Path(), default=None, metavar="CERTIFICATE.json",
               help="Write the certificate (memaudit-certificate/1) to this file.")
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr even when it is not a terminal.")
-def solve(package, budget, budget_frac, method, backend, time_limit, as_json, output, verbose):
+def solve(package, budget, budget_frac, method, backend, time_limit, backend_time_limit, as_json, output,
+          verbose):
     """Solve PACKAGE exactly and certify the optimum with an independent back-end.
+
+    The budget is the package's own unless --budget or --budget-frac is given.  When the
+    method stops at its time limit and the back-end proves the optimum, that optimum and its
+    store are shown (not certified: one proof only).  On a terminal, progress goes to stderr.
 
     Exit code 0 when the optimum is certified (or proven, with --backend none), 3 when the
     store is not certified (time-out, disagreement, back-end declined), 1 on bad input.
@@ -170,8 +206,13 @@ def solve(package, budget, budget_frac, method, backend, time_limit, as_json, ou
                             "choose another -o file")
     pkg = load_package(package)
     b = resolve_budget(pkg, budget=budget, budget_frac=budget_frac)
+    check_fraction(budget_frac)
+    if backend_time_limit is None:
+        backend_time_limit = time_limit if time_limit is not None else DEFAULT_BACKEND_TIME_LIMIT
+    if time_limit is None and takes_time_limit(method):
+        time_limit = DEFAULT_METHOD_TIME_LIMIT
     report = solve_package(pkg, budget=b, method=method, backend=backend, time_limit=time_limit,
-                           progress=progress_printer(verbose))
+                           backend_time_limit=backend_time_limit, progress=progress_printer(verbose))
     cert = build_certificate(report, package, budget_frac=budget_frac)
     if output is not None:
         write_certificate(cert, output)
@@ -221,9 +262,16 @@ def verify(package, cert, backend, time_limit, as_json, verbose):
 @main.command()
 @click.argument("packages", nargs=-1, required=True, type=click.Path())
 def validate(packages):
-    """Check that each PACKAGE file follows the package format (exit 1 if any does not)."""
+    """Check that each PACKAGE file follows the package format (exit 1 if any does not).
+
+    A set manifest (memaudit-manifest/1, as in packages_data/*/manifest.json) matched by a
+    glob is recognised and skipped with a note.
+    """
     failed = False
     for path in packages:
+        if _is_manifest(path):
+            click.echo(f"skip: {path} is a set manifest (memaudit-manifest/1), not a package")
+            continue
         try:
             pkg = load_package(path)
         except MemauditError as exc:
@@ -233,6 +281,19 @@ def validate(packages):
         click.echo(f"ok: {path} ({len(pkg.experiences)} experiences, {len(pkg.candidates)} candidates, "
                    f"{len(pkg.units)} units, {len(pkg.queries)} queries)")
     click.get_current_context().exit(EXIT_BAD_INPUT if failed else EXIT_OK)
+
+
+def _is_manifest(path: str) -> bool:
+    """True when ``path`` names a set manifest: ``manifest.json`` whose ``format`` is the manifest's."""
+    from .generators.datasets import MANIFEST_FORMAT
+    if os.path.basename(path) != "manifest.json":
+        return False
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    return f'"format": "{MANIFEST_FORMAT}"'.encode() in head
 
 
 @main.command()
@@ -246,6 +307,7 @@ def inspect(package, budget, budget_frac, as_json):
     b = None
     if budget is not None or budget_frac is not None:
         b = resolve_budget(pkg, budget=budget, budget_frac=budget_frac)
+        check_fraction(budget_frac)
     s = summarize(pkg, budget=b)
     if as_json:
         click.echo(json.dumps(s, indent=2, ensure_ascii=False))
@@ -262,7 +324,7 @@ def inspect(package, budget, budget_frac, as_json):
     if s["budget"] is None:
         echo("budget: none in the package (pass --budget or --budget-frac)")
     else:
-        echo(f"budget: {num(s['budget'])} {unit} = {s['budget_frac']:.4g} of the stream cost")
+        echo(f"budget: {num(s['budget'])} {unit} = {pct(s['budget'], s['stream_cost'])} of the stream cost")
 
 
 @main.command()
@@ -317,6 +379,11 @@ def _ratio_text(ratio) -> str:
     return "n/a" if ratio is None else f"{ratio:.3f}"
 
 
+def _exit_certified(certified: bool) -> None:
+    """End the command with ``solve``'s contract: 0 when OPT is certified, 3 when it is not."""
+    click.get_current_context().exit(EXIT_OK if certified else EXIT_NOT_CERTIFIED)
+
+
 def _opt_warning(certified: bool, status: str) -> None:
     if not certified:
         click.echo(f"warning: OPT is {status}: ratios are against the best store found and may overstate "
@@ -341,8 +408,12 @@ def baseline(package, budget, budget_frac, methods, time_limit, backend, seed, g
     a group's stored representation), random.  Online, deciding as each
     experience arrives: fifo (write while it fits), recency (keep the newest),
     kind:<k> (always write kind k, e.g. kind:fact).
+
+    Exit code 0 when OPT is certified, 3 when it is not (the ratios are then against the
+    best store found), 1 on bad input.
     """
     check_budget_flags(budget, budget_frac)
+    check_fraction(budget_frac)
     names = parse_methods(methods)
     pkg = load_package(package)
     rep = score_methods(pkg, budget=budget, budget_frac=budget_frac, methods=names,
@@ -350,7 +421,7 @@ def baseline(package, budget, budget_frac, methods, time_limit, backend, seed, g
                         time_limit=time_limit, progress=progress_printer(verbose))
     if as_json:
         click.echo(json.dumps(rep.to_dict(), indent=2, ensure_ascii=False, allow_nan=False))
-        return
+        _exit_certified(rep.opt_certified)
     _opt_warning(rep.opt_certified, rep.opt_status)
     unit = COST_MODEL_UNITS[pkg.cost_model]
     click.echo(f"package {pkg.id}: budget {num(rep.budget)} {unit} = {rep.budget_frac:.3g} of the stream cost; "
@@ -364,6 +435,7 @@ def baseline(package, budget, budget_frac, methods, time_limit, backend, seed, g
     for line in table_lines(("method", "value", "ratio", "cost/budget", "units", "validity", "kinds", "time"), rows,
                             ("<", ">", ">", ">", ">", ">", "<", ">")):
         click.echo(line)
+    _exit_certified(rep.opt_certified)
 
 
 def _fractions(text: str) -> list[float]:
@@ -377,6 +449,7 @@ def _fractions(text: str) -> list[float]:
                                      param_hint="--budget-frac") from None
         if not (f >= 0 and f == f and f != float("inf")):
             raise click.BadParameter(f"{part!r} must be a finite fraction >= 0", param_hint="--budget-frac")
+        check_fraction(f)
         out.append(f)
     return out
 
@@ -400,6 +473,9 @@ def compare(package, budget_fracs, methods, time_limit, backend, seed, gvt_eps, 
     The table has one row per method and one column per budget fraction; each cell
     is value / OPT.  --csv / --json print the full rows (value, OPT, cost, units,
     validity units, kinds, time) for pandas or a spreadsheet.
+
+    Exit code 0 when OPT is certified at every budget, 3 when it is not at some budget,
+    1 on bad input.
     """
     if as_csv and as_json:
         raise click.UsageError("--csv and --json are mutually exclusive: give one of them")
@@ -418,13 +494,13 @@ def compare(package, budget_fracs, methods, time_limit, backend, seed, gvt_eps, 
         atomic_write(output, data.encode("utf-8"))
     if plot is not None:
         _plot_ratios(rows, plot, pkg.id)
+    uncertified = sorted({r["budget_frac"] for r in rows if not r["opt_certified"]})
     if as_csv:
         click.echo(_csv_text(rows), nl=False)
-        return
+        _exit_certified(not uncertified)
     if as_json:
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False))
-        return
-    uncertified = sorted({r["budget_frac"] for r in rows if not r["opt_certified"]})
+        _exit_certified(not uncertified)
     if uncertified:
         _opt_warning(False, f"not certified at budget fraction(s) {', '.join(map(str, uncertified))}")
     click.echo(f"package {pkg.id}: ratio to OPT (value / certified optimum) by budget fraction")
@@ -441,6 +517,7 @@ def compare(package, budget_fracs, methods, time_limit, backend, seed, gvt_eps, 
         click.echo(f"rows written to {output}")
     if plot is not None:
         click.echo(f"plot written to {plot}")
+    _exit_certified(not uncertified)
 
 
 def _csv_text(rows) -> str:
@@ -520,5 +597,13 @@ def _add_subpackage_commands() -> None:
 _add_subpackage_commands()
 
 
-if __name__ == "__main__":  # pragma: no cover
+def run() -> None:
+    """The ``memaudit`` console script: :func:`main` with the default SIGPIPE action, so a
+    closed pipe (``memaudit solve PKG | head``) ends the command quietly, as for any Unix tool."""
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     main()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()

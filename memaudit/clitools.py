@@ -7,7 +7,7 @@ import sys
 
 import click
 
-__all__ = ["num", "pct", "budget_options", "check_budget_flags", "progress_printer", "same_file", "table_lines"]
+__all__ = ["num", "pct", "plural", "budget_options", "check_budget_flags", "check_fraction", "progress_printer", "same_file", "table_lines"]
 
 
 def num(x: float) -> str:
@@ -15,7 +15,33 @@ def num(x: float) -> str:
 
 
 def pct(part: float, whole: float) -> str:
-    return f"{100 * part / whole:.3g}%" if whole else "n/a"
+    """``part / whole`` as a percent with 3 significant digits, never in scientific notation.
+
+    Examples
+    --------
+    >>> pct(1, 4), pct(25, 1), pct(1, 3e6), pct(123456, 1), pct(1, 0)
+    ('25%', '2500%', '0.0000333%', '12300000%', 'n/a')
+    """
+    if not whole:
+        return "n/a"
+    import numpy as np
+    return np.format_float_positional(100 * part / whole, precision=3, unique=False, fractional=False,
+                                      trim="-") + "%"
+
+
+def plural(n: int, word: str) -> str:
+    """``1 candidate``, ``2 candidates``, ``0 units``.
+
+    Examples
+    --------
+    >>> plural(1, "experience"), plural(3, "unit"), plural(0, "query")
+    ('1 experience', '3 units', '0 queries')
+    """
+    if n == 1:
+        return f"{n} {word}"
+    if word.endswith("y") and word[-2:-1] not in "aeiou":
+        return f"{n} {word[:-1]}ies"
+    return f"{n} {word}s"
 
 
 def budget_options(f):
@@ -26,9 +52,29 @@ def budget_options(f):
     return f
 
 
+#: a budget fraction above this is refused as a percent typed by mistake
+MAX_BUDGET_FRAC = 100.0
+
+
 def check_budget_flags(budget, budget_frac):
     if budget is not None and budget_frac is not None:
         raise click.UsageError("--budget and --budget-frac are mutually exclusive: give one of them")
+
+
+def check_fraction(frac: float | None, flag: str = "--budget-frac") -> None:
+    """Refuse a budget fraction that can only be a typed percent (> 100); warn above 1.
+
+    A fraction is of the stream cost (storing every experience verbatim): 0.25 is 25 %, and
+    above 1 every store fits, so the budget no longer binds.
+    """
+    if frac is None or frac != frac or frac < 0:
+        return  # the library's own check names the rule
+    if frac > MAX_BUDGET_FRAC:
+        raise click.BadParameter(f"{frac:g} is {pct(frac, 1)} of the stream cost; a budget fraction is a fraction, "
+                                 f"e.g. 0.25 for 25 % (did you mean {frac / 100:g}?)", param_hint=flag)
+    if frac > 1:
+        click.echo(f"warning: {flag} {frac:g} is {pct(frac, 1)} of the stream cost, so the budget does not bind; "
+                   f"fractions are in [0, 1] (0.25 = 25 %)", err=True)
 
 
 def progress_printer(verbose: bool):

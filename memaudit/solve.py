@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from solvers import BackendUnavailable, Declined, Problem, ProblemError, Result, SolverError
 from solvers.certify import CERT_RTOL, Certification, compare_results
-from solvers.objective import coverage_sums, h_values
+from solvers.objective import coverage_sums, h_values, is_feasible
 from solvers.registry import BACKENDS, get_method, method_names
 
 from .errors import MemauditError, MethodError
@@ -20,10 +21,13 @@ from .package import CANDIDATE_KINDS, Compiled, Package, candidate_costs, compil
 
 __all__ = ["SolveReport", "solve_package", "store_rows", "uncovered_units", "resolve_method",
            "resolve_backend", "BACKEND_ALIASES", "BackendUnavailableError", "BackendDeclinedError",
-           "method_time_limit", "run_solver", "declined_message"]
+           "method_time_limit", "takes_time_limit", "run_solver", "declined_message"]
 
 #: short names accepted for the certifying back-ends (``none`` = do not certify)
 BACKEND_ALIASES = {"highs": "milp-highs", "cbc": "milp-cbc", "cpsat": "cpsat", "none": None}
+
+#: ``backend="auto"`` takes the first of these that differs from the method
+AUTO_BACKENDS = ("milp-highs", "milp-cbc", "cpsat")
 
 #: relative tolerance under which a unit counts as fully covered (h(s) >= (1 - tol) * h(inf))
 _FULL_RTOL = 1e-9
@@ -35,6 +39,14 @@ class BackendUnavailableError(MemauditError, ImportError):
 
 class BackendDeclinedError(MemauditError, ValueError):
     """A back-end cannot state this package exactly (e.g. CP-SAT and non-integer data)."""
+
+
+def _warm_up() -> float:
+    """Import the libraries the methods load lazily (scipy's LP for bnb), so no method's time
+    includes a one-off import; returns the seconds it took."""
+    start = time.perf_counter()
+    import scipy.optimize  # noqa: F401  (bnb's LP relaxation)
+    return time.perf_counter() - start
 
 
 def _valid_backends() -> str:
@@ -66,25 +78,31 @@ def resolve_method(name: str) -> str:
     return full
 
 
-def resolve_backend(name: str | None) -> str | None:
+def resolve_backend(name: str | None, method: str | None = None) -> str | None:
     """The certifying back-end for ``name``: a MILP method name, or None for ``none`` / None.
+
+    ``auto`` is the first of :data:`AUTO_BACKENDS` that differs from ``method``.
 
     Examples
     --------
     >>> resolve_backend("highs"), resolve_backend("milp-cbc"), resolve_backend("none")
     ('milp-highs', 'milp-cbc', None)
+    >>> resolve_backend("auto", "bnb"), resolve_backend("auto", "milp-highs")
+    ('milp-highs', 'milp-cbc')
     >>> resolve_backend("gurobi")
     Traceback (most recent call last):
     ...
-    memaudit.errors.MethodError: unknown back-end 'gurobi'; valid back-ends: cbc, cpsat, highs, milp-cbc, milp-highs, none
+    memaudit.errors.MethodError: unknown back-end 'gurobi'; valid back-ends: cbc, cpsat, highs, milp-cbc, milp-highs, none, auto
     """
     if name is None:
         return None
+    if name == "auto":
+        return next(b for b in AUTO_BACKENDS if b != method)
     if isinstance(name, str) and name in BACKEND_ALIASES:
         return BACKEND_ALIASES[name]
     if isinstance(name, str) and name in BACKENDS:
         return name
-    raise MethodError(f"unknown back-end {name!r}; valid back-ends: {_valid_backends()}")
+    raise MethodError(f"unknown back-end {name!r}; valid back-ends: {_valid_backends()}, auto")
 
 
 def method_time_limit(time_limit) -> float | None:
@@ -97,10 +115,15 @@ def method_time_limit(time_limit) -> float | None:
     return None if math.isinf(time_limit) else float(time_limit)
 
 
+def takes_time_limit(name: str) -> bool:
+    """True when the registered method ``name`` accepts a ``time_limit`` setting."""
+    return "time_limit" in inspect.signature(get_method(resolve_method(name))).parameters
+
+
 def _settings(name: str, time_limit: float | None) -> dict:
     if time_limit is None:
         return {}
-    if "time_limit" not in inspect.signature(get_method(name)).parameters:
+    if not takes_time_limit(name):
         raise MethodError(f"method {name!r} takes no time limit; drop --time-limit or choose another method")
     return {"time_limit": time_limit}
 
@@ -154,6 +177,12 @@ class SolveReport:
         ``compare_results`` of both results; None when there is no back-end result.
     declined : str
         Why the back-end declined the package ("" when it did not).
+    backend_note : str
+        How the back-end was chosen when ``backend="auto"`` picked another than the default
+        ("" otherwise).
+    startup_time : float
+        Seconds spent before any method ran (imports, compiling the package, probing the
+        back-end); not part of any method's ``wall_time``.
     """
 
     package: Package
@@ -165,6 +194,8 @@ class SolveReport:
     backend_result: Result | None = None
     certification: Certification | None = None
     declined: str = ""
+    backend_note: str = ""
+    startup_time: float = 0.0
 
     @property
     def certified(self) -> bool:
@@ -200,10 +231,26 @@ class SolveReport:
     def results(self) -> list[Result]:
         return [self.result] + ([self.backend_result] if self.backend_result is not None else [])
 
+    @property
+    def backend_proved(self) -> bool:
+        """True when the back-end proved an optimum that the method did not reach: the method
+        stopped short (time-out) or is a heuristic, and the back-end's store is feasible, proven
+        optimal and worth more.  The store is still not certified (one proof only)."""
+        b = self.backend_result
+        return (not self.certified and b is not None and b.status == "optimal"
+                and self.result.status != "optimal" and b.value > self.result.value
+                and is_feasible(self.compiled.problem, b.chosen, self.budget))
 
-def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: str | None = "milp-highs",
-                  time_limit: float | None = None, rtol: float = CERT_RTOL,
-                  progress: Callable[[str], None] | None = None) -> SolveReport:
+    @property
+    def best_result(self) -> Result:
+        """The result whose store a reader should see: the back-end's when :attr:`backend_proved`,
+        else the method's."""
+        return self.backend_result if self.backend_proved else self.result
+
+
+def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: str | None = "auto",
+                  time_limit: float | None = None, backend_time_limit: float | None = None,
+                  rtol: float = CERT_RTOL, progress: Callable[[str], None] | None = None) -> SolveReport:
     """Compile ``pkg``, solve it with ``method`` and, independently, with the certifying ``backend``.
 
     Parameters
@@ -214,10 +261,13 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
     method : str
         A registered method (default ``bnb``).
     backend : str or None
-        ``milp-highs`` (default), ``milp-cbc``, ``cpsat``, their short names ``highs`` /
-        ``cbc``, or None / ``none`` to skip certification.
+        ``auto`` (default: ``milp-highs``, or ``milp-cbc`` when the method is ``milp-highs``),
+        ``milp-highs``, ``milp-cbc``, ``cpsat``, their short names ``highs`` / ``cbc``, or
+        None / ``none`` to skip certification.
     time_limit : float or None
         Seconds, given to the method and to the back-end separately.
+    backend_time_limit : float or None
+        Seconds for the back-end when it should differ from ``time_limit`` (default: the same).
     progress : callable, optional
         Called with a short line ("solving with bnb...") before each long step.
 
@@ -250,47 +300,57 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
     >>> report.status, report.value, [row["candidate"] for row in store_rows(report)]
     ('certified', 2.0, ['e1.fact'])
     """
+    start = time.perf_counter()
     name = resolve_method(method)
-    backend = resolve_backend(backend)
+    auto = backend == "auto"
+    backend = resolve_backend(backend, name)
+    note = (f"certifying back-end {backend}: the method is {AUTO_BACKENDS[0]}"
+            if auto and backend != AUTO_BACKENDS[0] else "")
     time_limit = method_time_limit(time_limit)
+    backend_time_limit = time_limit if backend_time_limit is None else method_time_limit(backend_time_limit)
     if backend == name:
         raise MethodError(f"the certifying back-end must differ from the method; both are {name!r}: "
                           "choose another --backend or --backend none")
     say = progress or (lambda line: None)
     settings = _settings(name, time_limit)
-    backend_settings = _settings(backend, time_limit) if backend is not None else {}
+    backend_settings = _settings(backend, backend_time_limit) if backend is not None else {}
+    _warm_up()
     if backend is not None:
         _probe_backend(backend)
     compiled = compile_package(pkg)
     problem = compiled.problem
+    common = dict(backend_note=note, startup_time=time.perf_counter() - start)
+    if note:
+        say(note)
     say(f"solving with {name}...")
     try:
         result = run_solver(name, problem, budget, settings)
     except Declined as exc:
         raise BackendDeclinedError(declined_message(name, exc)) from exc
     if backend is None:
-        return SolveReport(pkg, compiled, float(budget), name, result)
+        return SolveReport(pkg, compiled, float(budget), name, result, **common)
     say(f"certifying with {backend}...")
     try:
         backend_result = run_solver(backend, problem, budget, backend_settings)
     except Declined as exc:
         return SolveReport(pkg, compiled, float(budget), name, result, backend,
-                           declined=declined_message(backend, exc))
+                           declined=declined_message(backend, exc), **common)
     cert = compare_results(problem, budget, result, backend_result, rtol=rtol)
-    return SolveReport(pkg, compiled, float(budget), name, result, backend, backend_result, cert)
+    return SolveReport(pkg, compiled, float(budget), name, result, backend, backend_result, cert, **common)
 
 
 # -- describing the store -----------------------------------------------------
 
-def store_rows(report: SolveReport) -> list[dict]:
+def store_rows(report: SolveReport, result: Result | None = None) -> list[dict]:
     """The chosen store, one row per stored candidate, in stream order of the experiences.
 
     Each row: ``experience``, ``candidate``, ``kind``, ``cost``, ``units`` (``{unit id:
-    coverage a[u, r]}`` for every unit the candidate covers).
+    coverage a[u, r]}`` for every unit the candidate covers).  ``result`` defaults to the
+    method's (``report.result``); pass ``report.best_result`` for the store a reader should see.
     """
     pkg, compiled = report.package, report.compiled
     costs = candidate_costs(pkg)
-    chosen = set(compiled.ids(report.result.chosen))
+    chosen = set(compiled.ids((result or report.result).chosen))
     rows = []
     for c in pkg.candidates:  # ordered by experience below
         if c.id in chosen:
@@ -318,7 +378,7 @@ def fully_covered(problem: Problem, chosen) -> np.ndarray:
     return np.isinf(full) | (h >= (1 - _FULL_RTOL) * full)
 
 
-def uncovered_units(report: SolveReport) -> list[dict]:
+def uncovered_units(report: SolveReport, result: Result | None = None) -> list[dict]:
     """Units the store does not fully cover, in package order.
 
     Rule: unit r is fully covered when ``h_r(s_r) >= (1 - 1e-9) * h_r(inf)``, where ``s_r`` is
@@ -326,13 +386,14 @@ def uncovered_units(report: SolveReport) -> list[dict]:
     ``min(1, z)``, ``cap`` for ``{"cap": c}``, the last breakpoint's value otherwise).  Every other
     unit is listed, partly covered ones included.  Each row: ``unit``, ``kind``, ``weight``,
     ``coverage`` (s_r), ``level`` (h_r(s_r) / h_r(inf), in [0, 1)) and ``lost`` (the weighted
-    value missing, ``w_r * (h_r(inf) - h_r(s_r))``).
+    value missing, ``w_r * (h_r(inf) - h_r(s_r))``).  ``result`` as in :func:`store_rows`.
     """
     problem = report.compiled.problem
-    sums = coverage_sums(problem, report.result.chosen)
+    chosen = (result or report.result).chosen
+    sums = coverage_sums(problem, chosen)
     h = h_values(problem, np.arange(problem.n_units), sums)
     full = _full_values(problem)
-    covered = fully_covered(problem, report.result.chosen)
+    covered = fully_covered(problem, chosen)
     rows = []
     for r, unit in enumerate(report.package.units):
         if covered[r]:

@@ -89,7 +89,8 @@ def test_a_suboptimal_feasible_store_is_not_certified():
     c = compare_results(problem, budget, best, worse)
     assert not c.certified
     assert any("worse did not prove optimality (status feasible" in why for why in c.reasons), c.reasons
-    assert any(why.startswith("values disagree: bnb=") for why in c.reasons), c.reasons
+    # a result that proved nothing does not contradict the other: no "values disagree" line
+    assert not any(why.startswith("values disagree") for why in c.reasons), c.reasons
 
 
 def test_two_claimed_optima_that_disagree_are_not_certified():
