@@ -366,7 +366,8 @@ def _baseline_options(f):
                      help="Back-end that certifies OPT, the denominator of every ratio; 'none' skips it.")(f)
     f = click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
                      help="Time limit for computing OPT (bnb and the back-end each).")(f)
-    f = click.option("--method", "methods", default=",".join(DEFAULT_METHODS), show_default=True,
+    f = click.option("--method", "methods", default=",".join(DEFAULT_METHODS),
+                     show_default=", ".join(DEFAULT_METHODS),  # spaces: the help wraps between names
                      metavar="M1,M2,...", help="Comma-separated methods: " + method_names() + ".")(f)
     return f
 

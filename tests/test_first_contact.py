@@ -181,3 +181,11 @@ def test_closed_pipe_is_quiet():
                           shell=True, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.stdout.startswith("package quickstart")
     assert proc.stderr == ""
+
+
+def test_method_default_never_wraps_mid_name(runner):
+    from memaudit.baselines import DEFAULT_METHODS
+    for command in ("baseline", "compare"):
+        words = set(run(runner, command, "--help").stdout.replace(",", " ").replace("(", " ").replace(")", " ").split())
+        missing = [m for m in DEFAULT_METHODS if m not in words and "-" not in m]
+        assert not missing, (command, missing)
