@@ -34,7 +34,9 @@ from .baselines import DEFAULT_METHODS, method_settings, parse_methods, score_me
 from .baselines import compare as compare_methods
 from .clitools import budget_options, check_budget_flags, check_fraction, num, pct, plural, progress_printer, same_file, table_lines
 from .errors import MemauditError
+from .coupling import coupling_report
 from .fileio import atomic_write
+from .report import csv_text, plot_ratios
 from .generators.density_trap import MAX_K as MAX_TRAP_K
 from .generators.density_trap import TOPICS as TRAP_TOPICS
 from .generators.density_trap import density_trap
@@ -301,7 +303,8 @@ def _is_manifest(path: str) -> bool:
 @budget_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def inspect(package, budget, budget_frac, as_json):
-    """Counts by kind, stream cost, units by kind, and the budget as a fraction of the stream cost."""
+    """Counts by kind, stream cost, units by kind, the budget as a fraction of the stream cost, and
+    the coupling: independent parts of the package (experiences linked by a shared unit)."""
     check_budget_flags(budget, budget_frac)
     pkg = load_package(package)
     b = None
@@ -309,8 +312,9 @@ def inspect(package, budget, budget_frac, as_json):
         b = resolve_budget(pkg, budget=budget, budget_frac=budget_frac)
         check_fraction(budget_frac)
     s = summarize(pkg, budget=b)
+    coupling = coupling_report(pkg)
     if as_json:
-        click.echo(json.dumps(s, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(dict(s, coupling=coupling.to_dict()), indent=2, ensure_ascii=False))
         return
     unit = COST_MODEL_UNITS[pkg.cost_model]
     echo = click.echo
@@ -325,6 +329,10 @@ def inspect(package, budget, budget_frac, as_json):
         echo("budget: none in the package (pass --budget or --budget-frac)")
     else:
         echo(f"budget: {num(s['budget'])} {unit} = {pct(s['budget'], s['stream_cost'])} of the stream cost")
+    echo(f"coupling: {plural(coupling.n_components, 'independent part')} ({coupling.n_singletons} of one experience); "
+         f"the largest has {plural(coupling.largest_experiences, 'experience')} and "
+         f"{plural(coupling.largest_units, 'unit')}; {plural(coupling.n_shared_units, 'unit')} covered from more "
+         f"than one experience (at most {coupling.max_experiences_per_unit})")
 
 
 @main.command()
@@ -490,14 +498,14 @@ def compare(package, budget_fracs, methods, time_limit, backend, seed, gvt_eps, 
                            settings=_baseline_settings(names, seed, gvt_eps, gvt_floor, pick), backend=backend,
                            time_limit=time_limit, progress=progress_printer(verbose))
     if output is not None:
-        data = (_csv_text(rows) if output.lower().endswith(".csv")
+        data = (csv_text(rows) if output.lower().endswith(".csv")
                 else json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
         atomic_write(output, data.encode("utf-8"))
     if plot is not None:
-        _plot_ratios(rows, plot, pkg.id)
+        plot_ratios(rows, plot, pkg.id)
     uncertified = sorted({r["budget_frac"] for r in rows if not r["opt_certified"]})
     if as_csv:
-        click.echo(_csv_text(rows), nl=False)
+        click.echo(csv_text(rows), nl=False)
         _exit_certified(not uncertified)
     if as_json:
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False))
@@ -519,40 +527,6 @@ def compare(package, budget_fracs, methods, time_limit, backend, seed, gvt_eps, 
     if plot is not None:
         click.echo(f"plot written to {plot}")
     _exit_certified(not uncertified)
-
-
-def _csv_text(rows) -> str:
-    import csv
-    import io
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()
-
-
-def _plot_ratios(rows, path, title) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    methods = [m for m in dict.fromkeys(r["method"] for r in rows) if m != "OPT"]
-    for m in methods:
-        pts = [(r["budget_frac"], r["ratio"]) for r in rows if r["method"] == m and r["ratio"] is not None]
-        if pts:
-            ax.plot(*zip(*pts), marker="o", label=m)
-    ax.set_xlabel("budget (fraction of the stream cost)")
-    ax.set_ylabel("ratio to OPT")
-    ax.set_ylim(0, 1.05)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", ncol=2)
-    fig.tight_layout()
-    import io
-    buf = io.BytesIO()
-    fig.savefig(buf, format=path.rsplit(".", 1)[-1].lower() if "." in path else "png")
-    plt.close(fig)
-    atomic_write(path, buf.getvalue())
 
 
 @click.command("density-trap")
