@@ -120,6 +120,15 @@ def takes_time_limit(name: str) -> bool:
     return "time_limit" in inspect.signature(get_method(resolve_method(name))).parameters
 
 
+def _search_progress(say: Callable[[str], None]) -> Callable:
+    """A method's ``progress`` callable that prints one line per report (bnb reports about once a
+    second: nodes, incumbent, bound, gap, elapsed)."""
+    def report(p) -> None:
+        gap = f"{100 * p.gap:.3g}%" if math.isfinite(p.gap) else "inf"
+        say(f"  {p.elapsed:6.1f} s  nodes {p.nodes}  incumbent {p.incumbent:.10g}  bound {p.bound:.10g}  gap {gap}")
+    return report
+
+
 def _settings(name: str, time_limit: float | None) -> dict:
     if time_limit is None:
         return {}
@@ -269,7 +278,9 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
     backend_time_limit : float or None
         Seconds for the back-end when it should differ from ``time_limit`` (default: the same).
     progress : callable, optional
-        Called with a short line ("solving with bnb...") before each long step.
+        Called with a short line ("solving with bnb...") before each long step, and with the
+        search's own progress lines (elapsed, nodes, incumbent, bound, gap) from methods that
+        report it (bnb, about once a second).
 
     Returns
     -------
@@ -313,6 +324,8 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
                           "choose another --backend or --backend none")
     say = progress or (lambda line: None)
     settings = _settings(name, time_limit)
+    if progress is not None and "progress" in inspect.signature(get_method(name)).parameters:
+        settings["progress"] = _search_progress(progress)
     backend_settings = _settings(backend, backend_time_limit) if backend is not None else {}
     _warm_up()
     if backend is not None:
