@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from ..greedy import greedy_store
+from ..objective import budget_slack
 from ..problem import Problem
 from ..result import Result, check_budget, make_result
 from .bound import lagrangian_bound, right_slopes
@@ -51,7 +52,11 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        group of the node LP.
        When every value of F lies on a grid (detected from the data, see
        :func:`objective_grid`) a bound below ``incumbent + step`` closes a
-       node; otherwise the tolerance is 1e-9 relative.
+       node; otherwise the tolerance is 1e-9 relative.  Every tolerance is
+       relative to the data's own scale (budget checks use
+       :func:`solvers.objective.budget_slack`), so scaling all costs and the
+       budget, or all weights, by any power of ten changes neither the store
+       nor OPT (beyond the scale).
 
     Parameters
     ----------
@@ -92,7 +97,7 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
     budget = float(budget)
     deadline = started + (time_limit if time_limit is not None else math.inf)
     p = problem
-    tol_b = 1e-9 * max(1.0, abs(budget))
+    tol_b = budget_slack(budget)
     active = (p.costs <= budget + tol_b) & (np.diff(p.coverage.indptr) > 0)
     removed = {"over_budget": int((p.costs > budget + tol_b).sum())}
     dom = dominated(p, active)

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..objective import unit_values
+from ..objective import budget_slack, unit_values
 from ..problem import Problem
 
 __all__ = ["lagrangian_bound", "kinks", "right_slopes", "residual_conjugate", "lagrangian_min"]
@@ -73,14 +73,14 @@ def lagrangian_min(profit, cost, seg_starts, budget):
         return lam * budget + m.sum(), budget - c_min.sum(), d, m
 
     min_cost = np.minimum.reduceat(cost, seg_starts).sum()
-    if min_cost > budget + 1e-9 * max(1.0, abs(budget)):
+    if min_cost > budget + budget_slack(budget):
         return math.inf, 0.0, None, None, None
     val0, slope0, d0, m0 = at(0.0)
     if slope0 >= 0:
         lo = hi = 0.0
     else:
         pos = cost > 0
-        hi = float(np.max(profit[pos] / cost[pos])) + 1.0
+        hi = 2.0 * float(np.max(profit[pos] / cost[pos]))   # every real option's d < 0 there
         for _ in range(200):
             if at(hi)[1] >= 0:
                 break

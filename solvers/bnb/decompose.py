@@ -89,7 +89,7 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int):
         order = np.lexsort((-values, costs))
         best = 0.0
         for i in order:
-            if values[i] > best + 1e-12 * max(1.0, values[i]):
+            if values[i] > best + 1e-12 * abs(values[i]):
                 best = values[i]
                 opt_cost.append(costs[i])
                 opt_value.append(values[i])

@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..greedy import greedy_store
-from ..objective import coverage_sums, evaluate, unit_values
+from ..objective import budget_slack, coverage_sums, evaluate, unit_values
 from ..problem import Problem
 from .bound import lagrangian_min, residual_conjugate, right_slopes
 from .grid import cost_step, objective_grid
@@ -29,6 +29,7 @@ class Search:
                  deadline: float, dp_limit: int):
         self.p = problem
         self.budget = float(budget)
+        self.slack = budget_slack(self.budget)
         self.use_lp = use_lp
         self.deadline = deadline
         self.dp_limit = dp_limit
@@ -54,19 +55,21 @@ class Search:
     def can_prune(self, ub) -> bool | np.ndarray:
         ub = np.asarray(ub, dtype=float)
         inc = self.inc_value
-        out = ub <= inc + 1e-9 * max(1.0, abs(inc))
+        # tolerances relative to the values compared (never an absolute floor: weights may be 1e-12)
+        scale = np.maximum(abs(inc), np.abs(ub))
+        out = ub <= inc + 1e-9 * np.where(np.isfinite(scale), scale, 0.0)
         if self.delta > 0:
-            out |= ub < inc + self.delta - 1e-7 * np.maximum(1.0, np.abs(ub))
+            out |= ub < inc + self.delta - np.minimum(0.5 * self.delta, 1e-7 * np.abs(ub))
         return bool(out) if out.ndim == 0 else out
 
     def offer(self, store) -> None:
         store = np.unique(np.asarray(store, dtype=np.int64))
-        if float(self.p.costs[store].sum()) > self.budget + 1e-9 * max(1.0, abs(self.budget)):
+        if float(self.p.costs[store].sum()) > self.budget + self.slack:
             return
         if np.unique(self.p.groups[store]).size != store.size:
             return
         value = evaluate(self.p, store)
-        if value > self.inc_value + 1e-12 * max(1.0, abs(value)):
+        if value > self.inc_value + 1e-12 * abs(value):
             self.inc_value, self.inc_store = value, store
             self.stats["incumbent_updates"] += 1
 
@@ -80,7 +83,7 @@ class Search:
         free = allowed & ~decided
         spent = float(p.costs[store].sum())
         rest = self.budget - spent
-        if rest < -1e-9 * max(1.0, abs(self.budget)):
+        if rest < -self.slack:
             return None
         sums = coverage_sums(p, store)
         f_store = float(unit_values(p, sums).sum())
@@ -123,7 +126,7 @@ class Search:
         starts, seg_of = info["starts"], info["seg_of"]
         n_seg = starts.size
         max_use = int(np.maximum.reduceat(cost_units, starts).sum())
-        slack = 1e-9 * max(1.0, abs(self.budget))      # the tolerance of is_feasible
+        slack = self.slack
         cap = min(int(math.floor((info["rest"] + slack) / step)), max_use)
         if cap < 0 or (cap + 1) * info["free_idx"].size > self.dp_limit:
             return
@@ -198,28 +201,32 @@ class Search:
         none_allowed[self.opt_group[free_idx[oc < 0]]] = True
         eq = ~none_allowed[g_ids]
         n_le, n_eq = int((~eq).sum()), int(eq.sum())
+        # the LP engine's tolerances are absolute: hand it weights and costs of scale 1
+        w_scale = float(w.max()) if w.size and w.max() > 0 else 1.0
+        c_scale = max(float(info["rest"]), float(p.costs[cands].max()))
+        c_scale = c_scale if c_scale > 0 else 1.0
         a_ub = sp.vstack([sp.hstack([block, y_part]),
-                          sp.hstack([sp.csr_array(p.costs[cands][None, :]), sp.csr_array((1, n_t))]),
+                          sp.hstack([sp.csr_array(p.costs[cands][None, :] / c_scale), sp.csr_array((1, n_t))]),
                           sp.hstack([grp_rows[np.flatnonzero(~eq)], sp.csr_array((n_le, n_t))])]).tocsc()
-        b_ub = np.concatenate([b_res[rows_r, rows_k], [info["rest"]], np.ones(n_le)])
+        b_ub = np.concatenate([b_res[rows_r, rows_k], [info["rest"] / c_scale], np.ones(n_le)])
         a_eq = b_eq = None
         if n_eq:
             a_eq = sp.hstack([grp_rows[np.flatnonzero(eq)], sp.csr_array((n_eq, n_t))]).tocsc()
             b_eq = np.ones(n_eq)
-        c = np.concatenate([np.zeros(n_x), -w])
+        c = np.concatenate([np.zeros(n_x), -w / w_scale])
         bounds = np.column_stack([np.zeros(n_x + n_t), np.concatenate([np.ones(n_x), y_cap])])
         self.stats["lp_solves"] += 1
         res = linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs")
         if res.status != 0:
             return None
-        duals = np.maximum(-res.ineqlin.marginals[:n_pieces], 0.0)
+        duals = np.maximum(-res.ineqlin.marginals[:n_pieces], 0.0) * w_scale
         mu_t = np.zeros(n_t)
         np.add.at(mu_t, rows_r, a[rows_r, rows_k] * duals)
         mu = np.full(p.n_units, np.inf)
         mu[touched] = mu_t
         x_opt = np.zeros(free_idx.size)
         x_opt[real] = res.x[:n_x]
-        return mu, x_opt, -res.fun + info["f_store"]
+        return mu, x_opt, -res.fun * w_scale + info["f_store"]
 
     # -- heuristics -------------------------------------------------------
     def round_store(self, info, x_opt=None):
@@ -234,7 +241,7 @@ class Search:
             extra = oc[oc >= 0]
         spent = float(self.p.costs[store].sum()) if store else 0.0
         for u in extra:
-            if spent + self.p.costs[u] <= self.budget + 1e-9 * max(1.0, abs(self.budget)):
+            if spent + self.p.costs[u] <= self.budget + self.slack:
                 store.append(int(u))
                 spent += self.p.costs[u]
         self.offer(store)
