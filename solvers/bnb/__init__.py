@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -20,14 +21,14 @@ from ..result import Result, check_budget, make_result
 from .bound import lagrangian_bound, right_slopes
 from .decompose import decompose, dominated
 from .grid import objective_grid
-from .search import Search
+from .search import Progress, Search
 
-__all__ = ["branch_and_bound", "objective_grid", "lagrangian_bound"]
+__all__ = ["branch_and_bound", "objective_grid", "lagrangian_bound", "Progress"]
 
 
 def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | None = None,
                      root_lp: bool = True, node_lp: bool = True, max_combos: int = 4096,
-                     dp_limit: int = 20_000_000) -> Result:
+                     dp_limit: int = 20_000_000, progress: Callable[[Progress], None] | None = None) -> Result:
     """Exact optimum by decomposition and branch-and-bound with Lagrangian bounds.
 
     1. Candidates costing more than the budget, covering nothing, or dominated
@@ -64,10 +65,12 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
     budget : float
         The knapsack capacity, >= 0.
     time_limit : float, optional
-        Seconds; when exceeded the best store found is returned with status
-        ``timeout`` and the largest bound of the open nodes.  It is checked
-        between nodes: the reduction, the decomposition and the first node
-        always complete (about 0.5 s at 10,000 experiences).
+        Seconds for the whole call; when exceeded the best store found is
+        returned with status ``timeout`` and the largest bound of the open
+        nodes.  The decomposition stops enumerating components at the limit
+        (the rest stay coupled), the first node then skips its LP and DP
+        steps, and later nodes are not started; only the reduction and one
+        Lagrangian bound (linear in the coverage entries) always run.
     root_lp, node_lp : bool
         Take unit prices from the LP relaxation at the root / at nodes the
         cheaper bounds do not close.  With both off the prices are the
@@ -76,6 +79,11 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         Largest number of stores of a component that is enumerated.
     dp_limit : int
         Largest dynamic-programming table (options x budget steps).
+    progress : callable, optional
+        Called with a :class:`Progress` (nodes, incumbent, bound, gap,
+        elapsed seconds) after the first node, then at most once every
+        ``PROGRESS_EVERY`` (1) seconds while the search runs; never called
+        when not given, nor after the search ends (the Result says the rest).
 
     Returns
     -------
@@ -94,6 +102,8 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
     """
     started = time.perf_counter()
     settings = _check_settings(budget, time_limit, root_lp, node_lp, max_combos, dp_limit)
+    if progress is not None and not callable(progress):
+        raise ValueError(f"progress must be None or a callable taking a Progress; got {progress!r}")
     budget = float(budget)
     deadline = started + (time_limit if time_limit is not None else math.inf)
     p = problem
@@ -107,9 +117,9 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         return make_result(p, budget, method="bnb", settings=settings, chosen=[], status="optimal", bound=0.0,
                            started=started, stats={"removed": removed, "nodes": 0},
                            message="no candidate fits the budget with positive value")
-    reduced, members, exact_units, dstats = decompose(p, active, max_combos)
+    reduced, members, exact_units, dstats = decompose(p, active, max_combos, deadline=deadline)
     search = Search(reduced, budget, exact_units=exact_units, use_lp=not exact_units.all(),
-                     deadline=deadline, dp_limit=dp_limit)
+                    deadline=deadline, dp_limit=dp_limit, started=started, progress=progress)
     search.offer([])
     search.offer(greedy_store(reduced, budget))
     mu0 = reduced.weights * right_slopes(reduced, np.zeros(reduced.n_units))

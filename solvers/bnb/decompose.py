@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import itertools
+import math
+import time
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..objective import marginal_gains
+from ..objective import h_values, marginal_gains
 from ..problem import Problem
 
 __all__ = ["decompose", "dominated"]
 
 
-def decompose(problem: Problem, active: np.ndarray, max_combos: int):
+def decompose(problem: Problem, active: np.ndarray, max_combos: int, deadline: float = math.inf):
     """Collapse independent components of groups into single groups of Pareto options.
 
     Two groups are linked when some unit is covered by active candidates of
@@ -21,7 +22,8 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int):
     ``max_combos`` of them) is replaced by one group whose options are the
     (cost, value) Pareto frontier of its stores; each option covers a private
     unit of weight = its value, so F is unchanged.  Larger components keep
-    their candidates and units ("coupled").
+    their candidates and units ("coupled"), and so does every component not yet
+    enumerated when ``deadline`` (a ``time.perf_counter()`` value) passes.
 
     Returns ``(reduced, members, exact_units, stats)`` where ``members[j]`` is
     the tuple of original candidates behind reduced candidate j.
@@ -31,12 +33,14 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int):
     cand = np.flatnonzero(active)
     cov = problem.coverage[cand]
     g_of = problem.groups[cand]
-    # group x unit incidence, then group x group links through shared units
-    inc = sp.csr_array((np.ones(cov.nnz), (np.repeat(g_of, np.diff(cov.indptr)), cov.indices)),
-                       shape=(problem.n_groups, problem.n_units))
-    inc.data[:] = 1.0
-    link = (inc @ inc.T).tocsr()
-    n_comp, label = connected_components(link, directed=False)
+    # components of the bipartite group--unit graph (linear in the coverage entries; the group x group
+    # product would be quadratic when many groups share one unit)
+    n_g = problem.n_groups
+    edges = sp.csr_array((np.ones(cov.nnz), (np.repeat(g_of, np.diff(cov.indptr)), n_g + cov.indices)),
+                         shape=(n_g + problem.n_units, n_g + problem.n_units))
+    _, label = connected_components(edges, directed=False)
+    label = label[:n_g]
+    n_comp = int(label.max()) + 1 if n_g else 0
     comp_size = np.bincount(label[np.unique(g_of)], minlength=n_comp)
     single_gain = marginal_gains(problem, np.zeros(problem.n_units), cand)
     # groups alone in their component: each candidate is an option worth its standalone value
@@ -65,7 +69,9 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int):
         n_combos = 1
         for g in groups:
             n_combos *= len(by_group[g]) + 1
-        if n_combos > max_combos:
+            if n_combos > max_combos:
+                break
+        if n_combos > max_combos or time.perf_counter() > deadline:
             for g in groups:
                 coupled_cands.extend(by_group[g])
                 coupled_group_of.extend([n_new_groups] * len(by_group[g]))
@@ -73,28 +79,30 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int):
             n_coupled_groups += len(groups)
             continue
         # enumerate every store of the component, keep the (cost, value) Pareto frontier
-        choices = [[()] + [(u,) for u in by_group[g]] for g in groups]
-        combos = [sum(c, ()) for c in itertools.product(*choices)]
-        local = sorted({u for g in groups for u in by_group[g]})
-        pos = {u: i for i, u in enumerate(local)}
-        x = np.zeros((len(combos), len(local)))
-        for i, c in enumerate(combos):
-            x[i, [pos[u] for u in c]] = 1.0
+        # (store k picks option digits[k, g] of group g, 0 = none; the same order as itertools.product)
+        sizes = [len(by_group[g]) + 1 for g in groups]
+        digits = np.indices(sizes).reshape(len(groups), -1).T
+        local = np.array([u for g in groups for u in by_group[g]], dtype=np.int64)
+        offsets = np.cumsum([0] + sizes[:-1]) - np.arange(len(groups))   # column of option d of group g: offset + d - 1
+        x = np.zeros((digits.shape[0], local.size))
+        rows, gs = np.nonzero(digits > 0)
+        cols = offsets[gs] + digits[rows, gs] - 1
+        x[rows, cols] = 1.0
         sub = problem.coverage[local]
         units = np.unique(sub.indices)
         sums = x @ sub[:, units].toarray()
-        values = (problem.weights[units] * np.min(problem.h_slopes[units][None] * sums[:, :, None]
-                                                  + problem.h_intercepts[units][None], axis=2)).sum(axis=1)
+        values = h_values(problem, np.tile(units, sums.shape[0]), sums.ravel()).reshape(sums.shape) \
+            @ problem.weights[units]
         costs = x @ problem.costs[local]
         order = np.lexsort((-values, costs))
-        best = 0.0
-        for i in order:
-            if values[i] > best + 1e-12 * abs(values[i]):
-                best = values[i]
-                opt_cost.append(costs[i])
-                opt_value.append(values[i])
-                opt_members.append(combos[i])
-                new_group_of_option.append(n_new_groups)
+        # the (cost, value) Pareto frontier: stores worth more than every store costing no more
+        v = values[order]
+        before = np.maximum.accumulate(np.concatenate([[0.0], v[:-1]]))
+        for i in order[v > before]:
+            opt_cost.append(costs[i])
+            opt_value.append(values[i])
+            opt_members.append(tuple(int(u) for u in local[x[i] > 0]))
+            new_group_of_option.append(n_new_groups)
         n_new_groups += 1
         n_collapsed += len(groups)
     # reduced problem: frontier options with private units, then coupled candidates
@@ -125,8 +133,16 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int):
     return reduced, members, exact_units, stats
 
 
+#: groups with more active candidates are not searched for dominated pairs (the pairs grow with the square)
+MAX_DOMINANCE_GROUP = 64
+
+
 def dominated(problem: Problem, active: np.ndarray) -> np.ndarray:
-    """Candidates dominated inside their group: another costs no more and covers at least as much."""
+    """Candidates dominated inside their group: another costs no more and covers at least as much.
+
+    Groups of more than :data:`MAX_DOMINANCE_GROUP` candidates are left as they are, so the pairs
+    compared stay below ``MAX_DOMINANCE_GROUP * n_candidates``.
+    """
     cand = np.flatnonzero(active)
     if cand.size < 2:
         return np.zeros(problem.n_candidates, dtype=bool)
@@ -135,7 +151,7 @@ def dominated(problem: Problem, active: np.ndarray) -> np.ndarray:
     starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
     sizes = np.diff(np.append(starts, order.size))
     us, vs = [], []
-    for size in np.unique(sizes[sizes > 1]):
+    for size in np.unique(sizes[(sizes > 1) & (sizes <= MAX_DOMINANCE_GROUP)]):
         base = starts[sizes == size]
         for i in range(size):
             for j in range(size):

@@ -6,6 +6,7 @@ import heapq
 import itertools
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -15,19 +16,46 @@ from ..objective import budget_slack, coverage_sums, evaluate, unit_values
 from ..problem import Problem
 from .bound import lagrangian_min, residual_conjugate, right_slopes
 from .grid import cost_step, objective_grid
+from .primal import neighbourhood, sub_mip_store
 
-__all__ = ["Search", "NONE"]
+__all__ = ["Search", "Progress", "NONE"]
 
 #: the option index of "no candidate of this group"
 NONE = -1
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What :func:`solvers.bnb.branch_and_bound` tells its ``progress`` callable.
+
+    ``bound`` is the largest bound of the open nodes (never below OPT), ``incumbent`` the value of
+    the best store found, ``gap = (bound - incumbent) / |bound|`` (0 when the bound is 0) and
+    ``elapsed`` the seconds since the call began.
+    """
+
+    nodes: int
+    incumbent: float
+    bound: float
+    gap: float
+    elapsed: float
+
+
+#: seconds the root's sub-MIP heuristic may take at most (and at most 30 % of the time left)
+SUB_MIP_SECONDS = 5.0
+
+#: seconds between two progress reports
+PROGRESS_EVERY = 1.0
 
 
 class Search:
     """State of one branch-and-bound run (options = candidates + one 'none' per group)."""
 
     def __init__(self, problem: Problem, budget: float, *, exact_units: np.ndarray, use_lp: bool,
-                 deadline: float, dp_limit: int):
+                 deadline: float, dp_limit: int, started: float | None = None, progress=None):
         self.p = problem
+        self.started = time.perf_counter() if started is None else started
+        self.progress = progress
+        self.last_report = -math.inf
         self.budget = float(budget)
         self.slack = budget_slack(self.budget)
         self.use_lp = use_lp
@@ -258,12 +286,44 @@ class Search:
         self.round_store(info)
         if self.can_prune(info["ub"]):
             return None
+        if self.out_of_time():
+            return info
         self.dp_bound(info)
         if self.can_prune(info["ub"]):
             return None
         return info
 
+    def root_sub_mip(self, info, lp_x):
+        """Offer the store of a time-boxed sub-MIP on the LP's open groups; None if that closes the root."""
+        remaining = self.deadline - time.perf_counter()
+        seconds = min(SUB_MIP_SECONDS, 0.3 * remaining)
+        if seconds <= 0.05:
+            return info
+        cands = neighbourhood(self.p, self.opt_cand, self.opt_group, info["free_idx"], lp_x,
+                              np.concatenate([info["store"], self.inc_store]))
+        t0 = time.perf_counter()
+        store = sub_mip_store(self.p, self.budget, cands, seconds)
+        self.stats["sub_mip_seconds"] = time.perf_counter() - t0
+        self.stats["sub_mip_candidates"] = int(cands.size)
+        if store is not None:
+            self.offer(store)
+        return None if self.can_prune(info["ub"]) else info
+
     # -- the search -------------------------------------------------------
+    def out_of_time(self) -> bool:
+        return time.perf_counter() > self.deadline
+
+    def report(self, open_bound: float) -> None:
+        """Call ``progress`` when the last report is at least PROGRESS_EVERY seconds old."""
+        now = time.perf_counter()
+        if self.progress is None or now - self.last_report < PROGRESS_EVERY:
+            return
+        self.last_report = now
+        bound = max(open_bound, self.inc_value)
+        gap = (bound - self.inc_value) / abs(bound) if bound != 0 else 0.0
+        self.progress(Progress(nodes=self.stats["nodes"], incumbent=float(self.inc_value), bound=float(bound),
+                               gap=float(gap), elapsed=now - self.started))
+
     def run(self, mu0, *, root_lp: bool, node_lp: bool):
         """Best-bound-first search with plunging; returns the largest open bound (-inf when finished).
 
@@ -281,8 +341,11 @@ class Search:
 
         push(np.ones(self.n_opts, dtype=bool), mu0, math.inf, True)
         while heap or plunge is not None:
-            if self.stats["nodes"] and time.perf_counter() > self.deadline:
-                return max([e[2][2] for e in heap] + ([plunge[2]] if plunge is not None else []))
+            if self.stats["nodes"]:
+                open_bound = max(-heap[0][0] if heap else -math.inf, plunge[2] if plunge is not None else -math.inf)
+                if self.out_of_time():
+                    return open_bound
+                self.report(open_bound)
             if plunge is not None:
                 (allowed, mu, parent_ub, is_root), plunge = plunge, None
             else:
@@ -293,19 +356,22 @@ class Search:
             self.stats["nodes"] += 1
             info = self.bound(allowed, mu)
             lp_x = None
-            if info is not None and self.use_lp and (root_lp if is_root else node_lp):
+            if info is not None and self.use_lp and (root_lp if is_root else node_lp) and not self.out_of_time():
                 lp = self.lp_prices(info)
                 if lp is not None:
                     mu_lp, lp_x, lp_val = lp
                     if is_root:
                         self.stats["root_lp_value"] = lp_val
                     store = self.round_store(info, lp_x)
-                    self.offer(greedy_store(self.p, self.budget, start=store))
+                    if not self.out_of_time():
+                        self.offer(greedy_store(self.p, self.budget, start=store))
                     info_lp = self.bound(allowed, np.where(np.isinf(mu_lp), mu, mu_lp))
                     if info_lp is None:
                         info = None
                     elif info_lp["ub_lagr"] <= info["ub_lagr"]:
                         info = info_lp
+                    if is_root and info is not None:
+                        info = self.root_sub_mip(info, lp_x)
             if is_root:
                 self.stats["root_bound"] = info["ub"] if info is not None else self.inc_value
             if info is None:
