@@ -89,8 +89,11 @@ def machine_facts() -> dict:
         facts["git_head"] = head + (" (solvers/ modified)" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         facts["git_head"] = "unknown"
-    bnb_file = ROOT / "solvers" / "bnb.py"
-    facts["bnb_sha256"] = hashlib.sha256(bnb_file.read_bytes()).hexdigest()[:12] if bnb_file.exists() else "?"
+    bnb_dir = ROOT / "solvers" / "bnb"
+    digest = hashlib.sha256()
+    for f in sorted(bnb_dir.glob("*.py")):
+        digest.update(f.name.encode() + b"\0" + f.read_bytes())
+    facts["bnb_sha256"] = digest.hexdigest()[:12] if bnb_dir.is_dir() else "?"
     return facts
 
 
@@ -353,7 +356,7 @@ def main(argv=None) -> int:
            f"Machine: Python {facts['python']} on {facts['platform']}, os.cpu_count() = {facts['cpu_count']}, "
            f"load average at start {facts['load_average_at_start']}. numpy {v['numpy']}, scipy {v['scipy']}, "
            f"highspy {v['highspy']}, ortools {v['ortools']}, pulp {v['pulp']}. "
-           f"Code: git {facts['git_head']}, solvers/bnb.py sha256 {facts['bnb_sha256']}.", "",
+           f"Code: git {facts['git_head']}, solvers/bnb/*.py sha256 {facts['bnb_sha256']}.", "",
            "Problems: `solvers.random_problems.random_problem(n, seed)`; budget = fraction x `stream_cost()`.", ""]
 
     warm = methods if not args.large_only else ["bnb", "milp-highs"]

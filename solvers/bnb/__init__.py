@@ -1,0 +1,150 @@
+"""memaudit's own exact branch-and-bound with Lagrangian (LP-quality) bounds.
+
+The package splits along the steps of :func:`branch_and_bound`: ``grid`` (the
+objective's and the costs' grid steps), ``decompose`` (presolve and
+independent components), ``bound`` (prices, conjugates and the knapsack LP)
+and ``search`` (the branch-and-bound itself).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from ..greedy import greedy_store
+from ..objective import budget_slack
+from ..problem import Problem
+from ..result import Result, check_budget, make_result
+from .bound import lagrangian_bound, right_slopes
+from .decompose import decompose, dominated
+from .grid import objective_grid
+from .search import Progress, Search
+
+__all__ = ["branch_and_bound", "objective_grid", "lagrangian_bound", "Progress"]
+
+
+def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | None = None,
+                     root_lp: bool = True, node_lp: bool = True, max_combos: int = 4096,
+                     dp_limit: int = 20_000_000, progress: Callable[[Progress], None] | None = None) -> Result:
+    """Exact optimum by decomposition and branch-and-bound with Lagrangian bounds.
+
+    1. Candidates costing more than the budget, covering nothing, or dominated
+       inside their group (another costs no more and covers at least as much)
+       are removed.
+    2. Groups that share no unit are independent.  Each connected component
+       of groups with at most ``max_combos`` stores is collapsed into one group
+       whose options are the (cost, value) Pareto frontier of its stores; F is
+       unchanged and those groups no longer interact.
+    3. The bound prices each unit of coverage (``mu_r``) and the budget
+       (``lam``): for any prices ``F(S + X) <= F(S) + sum_r phi_r(mu_r) +
+       sum_{u in X} mu . a_u`` (``phi_r`` the concave conjugate of ``w_r h_r``),
+       and the best X for the right side is a multiple-choice knapsack, whose
+       LP value is computed exactly and, when costs lie on a grid and the
+       table is small (``dp_limit`` cells), whose integer value is computed by
+       dynamic programming.  Prices come from the LP relaxation (HiGHS via
+       scipy) where coupled units remain; the LP only *proposes* them -- the
+       bound is computed here and is valid whatever they are.
+    4. Incumbents: greedy, LP and DP roundings.  Reduced-cost fixing removes
+       options whose bound cannot beat the incumbent; the search takes the
+       open node of largest bound first, branching on the most fractional
+       group of the node LP.
+       When every value of F lies on a grid (detected from the data, see
+       :func:`objective_grid`) a bound below ``incumbent + step`` closes a
+       node; otherwise the tolerance is 1e-9 relative.  Every tolerance is
+       relative to the data's own scale (budget checks use
+       :func:`solvers.objective.budget_slack`), so scaling all costs and the
+       budget, or all weights, by any power of ten changes neither the store
+       nor OPT (beyond the scale).
+
+    Parameters
+    ----------
+    problem : Problem
+    budget : float
+        The knapsack capacity, >= 0.
+    time_limit : float, optional
+        Seconds for the whole call; when exceeded the best store found is
+        returned with status ``timeout`` and the largest bound of the open
+        nodes.  The decomposition stops enumerating components at the limit
+        (the rest stay coupled), the first node then skips its LP and DP
+        steps, and later nodes are not started; only the reduction and one
+        Lagrangian bound (linear in the coverage entries) always run.
+    root_lp, node_lp : bool
+        Take unit prices from the LP relaxation at the root / at nodes the
+        cheaper bounds do not close.  With both off the prices are the
+        weights (the fractional knapsack over marginal gains).
+    max_combos : int
+        Largest number of stores of a component that is enumerated.
+    dp_limit : int
+        Largest dynamic-programming table (options x budget steps).
+    progress : callable, optional
+        Called with a :class:`Progress` (nodes, incumbent, bound, gap,
+        elapsed seconds) after the first node, then at most once every
+        ``PROGRESS_EVERY`` (1) seconds while the search runs; never called
+        when not given, nor after the search ends (the Result says the rest).
+
+    Returns
+    -------
+    Result
+        status ``optimal`` or ``timeout``; ``stats`` has nodes, LP and DP
+        solves, options fixed by reduced costs, the root bound, the grid
+        steps and the decomposition.
+
+    Examples
+    --------
+    >>> from solvers.problem import Problem
+    >>> p = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [0, 1], [0.5, 0.5]], [1.0, 2.0])
+    >>> r = branch_and_bound(p, 4)
+    >>> r.value, r.chosen.tolist(), r.status
+    (2.5, [1, 2], 'optimal')
+    """
+    started = time.perf_counter()
+    settings = _check_settings(budget, time_limit, root_lp, node_lp, max_combos, dp_limit)
+    if progress is not None and not callable(progress):
+        raise ValueError(f"progress must be None or a callable taking a Progress; got {progress!r}")
+    budget = float(budget)
+    deadline = started + (time_limit if time_limit is not None else math.inf)
+    p = problem
+    tol_b = budget_slack(budget)
+    active = (p.costs <= budget + tol_b) & (np.diff(p.coverage.indptr) > 0)
+    removed = {"over_budget": int((p.costs > budget + tol_b).sum())}
+    dom = dominated(p, active)
+    active &= ~dom
+    removed["dominated"] = int(dom.sum())
+    if not active.any():
+        return make_result(p, budget, method="bnb", settings=settings, chosen=[], status="optimal", bound=0.0,
+                           started=started, stats={"removed": removed, "nodes": 0},
+                           message="no candidate fits the budget with positive value")
+    reduced, members, exact_units, dstats = decompose(p, active, max_combos, deadline=deadline)
+    search = Search(reduced, budget, exact_units=exact_units, use_lp=not exact_units.all(),
+                    deadline=deadline, dp_limit=dp_limit, started=started, progress=progress)
+    search.offer([])
+    search.offer(greedy_store(reduced, budget))
+    mu0 = reduced.weights * right_slopes(reduced, np.zeros(reduced.n_units))
+    open_bound = search.run(mu0, root_lp=root_lp, node_lp=node_lp)
+    chosen = sorted(u for j in search.inc_store for u in members[j])
+    stats = dict(search.stats, removed=removed, **dstats)
+    if open_bound > -math.inf:
+        return make_result(p, budget, method="bnb", settings=settings, chosen=chosen, status="timeout",
+                           bound=max(open_bound, search.inc_value), started=started, stats=stats,
+                           message=f"time limit {time_limit}s reached after {stats['nodes']} nodes")
+    return make_result(p, budget, method="bnb", settings=settings, chosen=chosen, status="optimal",
+                       bound=search.inc_value, started=started, stats=stats,
+                       message=f"proved optimal after {stats['nodes']} nodes")
+
+
+def _check_settings(budget, time_limit, root_lp, node_lp, max_combos, dp_limit) -> dict:
+    check_budget(budget)
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+                                   or not time_limit > 0):
+        raise ValueError(f"time_limit must be None or a number of seconds > 0; got {time_limit!r}")
+    for name, val in (("root_lp", root_lp), ("node_lp", node_lp)):
+        if not isinstance(val, bool):
+            raise ValueError(f"{name} must be True or False; got {val!r}")
+    for name, val in (("max_combos", max_combos), ("dp_limit", dp_limit)):
+        if isinstance(val, bool) or not isinstance(val, int) or val < 1:
+            raise ValueError(f"{name} must be an int >= 1; got {val!r}")
+    return {"time_limit": time_limit, "root_lp": root_lp, "node_lp": node_lp, "max_combos": max_combos,
+            "dp_limit": dp_limit}

@@ -1,0 +1,417 @@
+"""bnb's search: best-bound-first branch-and-bound over the options of the reduced problem."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..greedy import greedy_store
+from ..objective import budget_slack, coverage_sums, evaluate, unit_values
+from ..problem import Problem
+from .bound import lagrangian_min, residual_conjugate, right_slopes
+from .grid import cost_step, objective_grid
+from .primal import neighbourhood, sub_mip_store
+
+__all__ = ["Search", "Progress", "NONE"]
+
+#: the option index of "no candidate of this group"
+NONE = -1
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What :func:`solvers.bnb.branch_and_bound` tells its ``progress`` callable.
+
+    ``bound`` is the largest bound of the open nodes (never below OPT), ``incumbent`` the value of
+    the best store found, ``gap = (bound - incumbent) / |bound|`` (0 when the bound is 0) and
+    ``elapsed`` the seconds since the call began.
+    """
+
+    nodes: int
+    incumbent: float
+    bound: float
+    gap: float
+    elapsed: float
+
+
+#: seconds the root's sub-MIP heuristic may take at most (and at most 30 % of the time left)
+SUB_MIP_SECONDS = 5.0
+
+#: seconds between two progress reports
+PROGRESS_EVERY = 1.0
+
+
+class Search:
+    """State of one branch-and-bound run (options = candidates + one 'none' per group)."""
+
+    def __init__(self, problem: Problem, budget: float, *, exact_units: np.ndarray, use_lp: bool,
+                 deadline: float, dp_limit: int, started: float | None = None, progress=None):
+        self.p = problem
+        self.started = time.perf_counter() if started is None else started
+        self.progress = progress
+        self.last_report = -math.inf
+        self.budget = float(budget)
+        self.slack = budget_slack(self.budget)
+        self.use_lp = use_lp
+        self.deadline = deadline
+        self.dp_limit = dp_limit
+        self.exact_units = exact_units
+        cand = np.arange(problem.n_candidates)
+        groups_present = np.unique(problem.groups)
+        opt_cand = np.concatenate([cand, np.full(groups_present.size, NONE)])
+        opt_group = np.concatenate([problem.groups, groups_present])
+        order = np.lexsort((opt_cand, opt_group))
+        self.opt_cand = opt_cand[order]
+        self.opt_group = opt_group[order]
+        self.opt_cost = np.where(self.opt_cand >= 0, problem.costs[np.maximum(self.opt_cand, 0)], 0.0)
+        self.n_opts = self.opt_cand.size
+        self.delta = objective_grid(problem)
+        self.cost_step = cost_step(problem.costs)
+        self.inc_value = -math.inf
+        self.inc_store = np.zeros(0, dtype=np.int64)
+        self.stats = {"nodes": 0, "lp_solves": 0, "dp_solves": 0, "pruned": 0, "fixed_by_reduced_cost": 0,
+                      "incumbent_updates": 0, "root_bound": math.inf, "root_lp_value": math.nan,
+                      "grid_step": self.delta, "cost_step": self.cost_step}
+
+    # -- pruning rule -----------------------------------------------------
+    def can_prune(self, ub) -> bool | np.ndarray:
+        ub = np.asarray(ub, dtype=float)
+        inc = self.inc_value
+        # tolerances relative to the values compared (never an absolute floor: weights may be 1e-12)
+        scale = np.maximum(abs(inc), np.abs(ub))
+        out = ub <= inc + 1e-9 * np.where(np.isfinite(scale), scale, 0.0)
+        if self.delta > 0:
+            out |= ub < inc + self.delta - np.minimum(0.5 * self.delta, 1e-7 * np.abs(ub))
+        return bool(out) if out.ndim == 0 else out
+
+    def offer(self, store) -> None:
+        store = np.unique(np.asarray(store, dtype=np.int64))
+        if float(self.p.costs[store].sum()) > self.budget + self.slack:
+            return
+        if np.unique(self.p.groups[store]).size != store.size:
+            return
+        value = evaluate(self.p, store)
+        if value > self.inc_value + 1e-12 * abs(value):
+            self.inc_value, self.inc_store = value, store
+            self.stats["incumbent_updates"] += 1
+
+    # -- node analysis ----------------------------------------------------
+    def analyse(self, allowed, mu_in):
+        """Lagrangian bound of a node; None when the node has no feasible store."""
+        p = self.p
+        counts = np.bincount(self.opt_group[allowed], minlength=p.n_groups)
+        decided = allowed & (counts[self.opt_group] == 1)
+        store = self.opt_cand[decided & (self.opt_cand >= 0)]
+        free = allowed & ~decided
+        spent = float(p.costs[store].sum())
+        rest = self.budget - spent
+        if rest < -self.slack:
+            return None
+        sums = coverage_sums(p, store)
+        f_store = float(unit_values(p, sums).sum())
+        slope_hi = p.weights * right_slopes(p, sums)
+        slope_lo = p.weights * p.h_slopes.min(axis=1)
+        mu = np.clip(np.where(self.exact_units, np.inf, mu_in), slope_lo, slope_hi)
+        const = f_store + float(residual_conjugate(p, sums, mu).sum())
+        free_idx = np.flatnonzero(free)
+        info = {"ub": f_store, "store": store, "free_idx": free_idx, "mu": mu, "sums": sums,
+                "rest": rest, "f_store": f_store, "const": const}
+        if free_idx.size == 0:
+            return info
+        oc = self.opt_cand[free_idx]
+        real = oc >= 0
+        profit = np.zeros(free_idx.size)
+        profit[real] = p.coverage[oc[real]] @ mu
+        cost = self.opt_cost[free_idx]
+        grp = self.opt_group[free_idx]
+        starts = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]])
+        val, _, d, m, pick = lagrangian_min(profit, cost, starts, rest)
+        if math.isinf(val):
+            return None
+        seg_of = np.repeat(np.arange(starts.size), np.diff(np.append(starts, free_idx.size)))
+        ub = const + val
+        info.update(ub=ub, ub_lagr=ub, ub_opt=ub - (m[seg_of] - d), pick=pick, grp=grp,
+                    starts=starts, seg_of=seg_of, d=d, profit=profit, cost=cost)
+        return info
+
+    def dp_bound(self, info):
+        """Integer multiple-choice knapsack over the free options by dynamic programming.
+
+        Tightens ``info['ub']`` (the knapsack is solved exactly instead of its
+        LP) and offers the maximising store.  Needs costs on a grid and a
+        table of at most ``dp_limit`` cells; otherwise does nothing.
+        """
+        if self.cost_step <= 0 or info["free_idx"].size == 0:
+            return
+        step = self.cost_step
+        cost_units = np.rint(info["cost"] / step).astype(np.int64)
+        starts, seg_of = info["starts"], info["seg_of"]
+        n_seg = starts.size
+        max_use = int(np.maximum.reduceat(cost_units, starts).sum())
+        slack = self.slack
+        cap = min(int(math.floor((info["rest"] + slack) / step)), max_use)
+        if cap < 0 or (cap + 1) * info["free_idx"].size > self.dp_limit:
+            return
+        self.stats["dp_solves"] += 1
+        profit = info["profit"]
+        ends = np.append(starts[1:], seg_of.size)
+        table = np.full(cap + 1, -np.inf)
+        table[0] = 0.0
+        choice = np.zeros((n_seg, cap + 1), dtype=np.int32)
+        for s in range(n_seg):
+            new = np.full(cap + 1, -np.inf)
+            arg = np.full(cap + 1, -1, dtype=np.int32)
+            for o in range(starts[s], ends[s]):
+                c = cost_units[o]
+                if c > cap:
+                    continue
+                cand_vals = table[: cap + 1 - c] + profit[o]
+                better = cand_vals > new[c:]
+                new[c:] = np.where(better, cand_vals, new[c:])
+                arg[c:] = np.where(better, o, arg[c:])
+            table = new
+            choice[s] = arg
+        best_cap = int(np.argmax(table))
+        if not np.isfinite(table[best_cap]):
+            info["ub"] = -math.inf
+            return
+        ub = info["const"] + float(table[best_cap])
+        picked = []
+        c = best_cap
+        for s in range(n_seg - 1, -1, -1):
+            o = int(choice[s, c])
+            picked.append(o)
+            c -= int(cost_units[o])
+        oc = self.opt_cand[info["free_idx"][picked]]
+        self.offer(np.concatenate([info["store"], oc[oc >= 0]]))
+        info["ub"] = min(info["ub"], ub)
+
+    # -- LP relaxation of a node: used only to propose unit prices --------
+    def lp_prices(self, info):
+        """Solve the node's LP relaxation; return (prices mu, x of free options, LP value) or None."""
+        from scipy.optimize import linprog
+
+        p = self.p
+        free_idx = info["free_idx"]
+        oc = self.opt_cand[free_idx]
+        real = np.flatnonzero(oc >= 0)
+        cands = oc[real]
+        if cands.size == 0:
+            return None
+        sub = p.coverage[cands]                          # (n_x, n_units)
+        touched = np.unique(sub.indices)
+        sub = sub[:, touched]                            # (n_x, n_t)
+        n_x, n_t = cands.size, touched.size
+        sums = info["sums"][touched]
+        a = p.h_slopes[touched]
+        b = p.h_intercepts[touched]
+        hs = np.min(a * sums[:, None] + b, axis=1)
+        b_res = a * sums[:, None] + b - hs[:, None]      # residual pieces: y <= a*t + b_res
+        flat = a <= 0
+        y_cap = np.where(flat, b_res, np.inf).min(axis=1)
+        rows_r, rows_k = np.nonzero(~flat)
+        n_pieces = rows_r.size
+        w = p.weights[touched]
+        # piece rows:  y_r - a_rk * sum_u sub[u, r] x_u <= b_res_rk
+        sub_t = sp.csr_array(sub.T)                      # (n_t, n_x)
+        block = sp.csr_array(sub_t[rows_r].multiply((-a[rows_r, rows_k])[:, None]))
+        y_part = sp.csr_array((np.ones(n_pieces), (np.arange(n_pieces), rows_r)), shape=(n_pieces, n_t))
+        grp_local = info["grp"][real]
+        g_ids, g_local = np.unique(grp_local, return_inverse=True)
+        grp_rows = sp.csr_array((np.ones(n_x), (g_local, np.arange(n_x))), shape=(g_ids.size, n_x))
+        none_allowed = np.zeros(p.n_groups, dtype=bool)
+        none_allowed[self.opt_group[free_idx[oc < 0]]] = True
+        eq = ~none_allowed[g_ids]
+        n_le, n_eq = int((~eq).sum()), int(eq.sum())
+        # the LP engine's tolerances are absolute: hand it weights and costs of scale 1
+        w_scale = float(w.max()) if w.size and w.max() > 0 else 1.0
+        c_scale = max(float(info["rest"]), float(p.costs[cands].max()))
+        c_scale = c_scale if c_scale > 0 else 1.0
+        a_ub = sp.vstack([sp.hstack([block, y_part]),
+                          sp.hstack([sp.csr_array(p.costs[cands][None, :] / c_scale), sp.csr_array((1, n_t))]),
+                          sp.hstack([grp_rows[np.flatnonzero(~eq)], sp.csr_array((n_le, n_t))])]).tocsc()
+        b_ub = np.concatenate([b_res[rows_r, rows_k], [info["rest"] / c_scale], np.ones(n_le)])
+        a_eq = b_eq = None
+        if n_eq:
+            a_eq = sp.hstack([grp_rows[np.flatnonzero(eq)], sp.csr_array((n_eq, n_t))]).tocsc()
+            b_eq = np.ones(n_eq)
+        c = np.concatenate([np.zeros(n_x), -w / w_scale])
+        bounds = np.column_stack([np.zeros(n_x + n_t), np.concatenate([np.ones(n_x), y_cap])])
+        self.stats["lp_solves"] += 1
+        res = linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs")
+        if res.status != 0:
+            return None
+        duals = np.maximum(-res.ineqlin.marginals[:n_pieces], 0.0) * w_scale
+        mu_t = np.zeros(n_t)
+        np.add.at(mu_t, rows_r, a[rows_r, rows_k] * duals)
+        mu = np.full(p.n_units, np.inf)
+        mu[touched] = mu_t
+        x_opt = np.zeros(free_idx.size)
+        x_opt[real] = res.x[:n_x]
+        return mu, x_opt, -res.fun * w_scale + info["f_store"]
+
+    # -- heuristics -------------------------------------------------------
+    def round_store(self, info, x_opt=None):
+        """Offer S + the options a relaxation prefers, cut to the budget; return that store."""
+        store = list(info["store"])
+        if x_opt is not None:
+            oc = self.opt_cand[info["free_idx"]]
+            take = (x_opt > 0.5) & (oc >= 0)
+            extra = oc[take][np.argsort(-x_opt[take], kind="stable")]
+        else:
+            oc = self.opt_cand[info["free_idx"]][info["pick"]]
+            extra = oc[oc >= 0]
+        spent = float(self.p.costs[store].sum()) if store else 0.0
+        for u in extra:
+            if spent + self.p.costs[u] <= self.budget + self.slack:
+                store.append(int(u))
+                spent += self.p.costs[u]
+        self.offer(store)
+        return store
+
+    def bound(self, allowed, mu):
+        """Analyse a node: Lagrangian bound, rounding, then the DP bound; None if closed."""
+        info = self.analyse(allowed, mu)
+        if info is None:
+            return None
+        if info["free_idx"].size == 0:
+            self.offer(info["store"])
+            return None
+        self.round_store(info)
+        if self.can_prune(info["ub"]):
+            return None
+        if self.out_of_time():
+            return info
+        self.dp_bound(info)
+        if self.can_prune(info["ub"]):
+            return None
+        return info
+
+    def root_sub_mip(self, info, lp_x):
+        """Offer the store of a time-boxed sub-MIP on the LP's open groups; None if that closes the root."""
+        remaining = self.deadline - time.perf_counter()
+        seconds = min(SUB_MIP_SECONDS, 0.3 * remaining)
+        if seconds <= 0.05:
+            return info
+        cands = neighbourhood(self.p, self.opt_cand, self.opt_group, info["free_idx"], lp_x,
+                              np.concatenate([info["store"], self.inc_store]))
+        t0 = time.perf_counter()
+        store = sub_mip_store(self.p, self.budget, cands, seconds)
+        self.stats["sub_mip_seconds"] = time.perf_counter() - t0
+        self.stats["sub_mip_candidates"] = int(cands.size)
+        if store is not None:
+            self.offer(store)
+        return None if self.can_prune(info["ub"]) else info
+
+    # -- the search -------------------------------------------------------
+    def out_of_time(self) -> bool:
+        return time.perf_counter() > self.deadline
+
+    def report(self, open_bound: float) -> None:
+        """Call ``progress`` when the last report is at least PROGRESS_EVERY seconds old."""
+        now = time.perf_counter()
+        if self.progress is None or now - self.last_report < PROGRESS_EVERY:
+            return
+        self.last_report = now
+        bound = max(open_bound, self.inc_value)
+        gap = (bound - self.inc_value) / abs(bound) if bound != 0 else 0.0
+        self.progress(Progress(nodes=self.stats["nodes"], incumbent=float(self.inc_value), bound=float(bound),
+                               gap=float(gap), elapsed=now - self.started))
+
+    def run(self, mu0, *, root_lp: bool, node_lp: bool):
+        """Best-bound-first search with plunging; returns the largest open bound (-inf when finished).
+
+        After a branching the preferred child is processed next (a dive, which
+        finds incumbents early); when a dive ends, the open node of largest
+        bound is taken.
+        """
+        heap = []
+        counter = itertools.count()
+        plunge = None
+
+        def push(allowed, mu, ub, is_root=False):
+            # largest bound first; among equal bounds the node pushed last (the preferred child)
+            heapq.heappush(heap, (-ub, -next(counter), (allowed, mu, ub, is_root)))
+
+        push(np.ones(self.n_opts, dtype=bool), mu0, math.inf, True)
+        while heap or plunge is not None:
+            if self.stats["nodes"]:
+                open_bound = max(-heap[0][0] if heap else -math.inf, plunge[2] if plunge is not None else -math.inf)
+                if self.out_of_time():
+                    return open_bound
+                self.report(open_bound)
+            if plunge is not None:
+                (allowed, mu, parent_ub, is_root), plunge = plunge, None
+            else:
+                allowed, mu, parent_ub, is_root = heapq.heappop(heap)[2]
+            if self.can_prune(parent_ub):
+                self.stats["pruned"] += 1
+                continue
+            self.stats["nodes"] += 1
+            info = self.bound(allowed, mu)
+            lp_x = None
+            if info is not None and self.use_lp and (root_lp if is_root else node_lp) and not self.out_of_time():
+                lp = self.lp_prices(info)
+                if lp is not None:
+                    mu_lp, lp_x, lp_val = lp
+                    if is_root:
+                        self.stats["root_lp_value"] = lp_val
+                    store = self.round_store(info, lp_x)
+                    if not self.out_of_time():
+                        self.offer(greedy_store(self.p, self.budget, start=store))
+                    info_lp = self.bound(allowed, np.where(np.isinf(mu_lp), mu, mu_lp))
+                    if info_lp is None:
+                        info = None
+                    elif info_lp["ub_lagr"] <= info["ub_lagr"]:
+                        info = info_lp
+                    if is_root and info is not None:
+                        info = self.root_sub_mip(info, lp_x)
+            if is_root:
+                self.stats["root_bound"] = info["ub"] if info is not None else self.inc_value
+            if info is None:
+                self.stats["pruned"] += 1
+                continue
+            # reduced-cost fixing on this subtree (Lagrangian bound with one option forced)
+            free_idx, ub_opt, seg_of = info["free_idx"], info["ub_opt"], info["seg_of"]
+            drop = self.can_prune(ub_opt)
+            child_allowed = allowed.copy()
+            child_allowed[free_idx[drop]] = False
+            self.stats["fixed_by_reduced_cost"] += int(drop.sum())
+            keep = ~drop
+            counts = np.bincount(seg_of[keep], minlength=info["starts"].size)
+            open_segs = np.flatnonzero(counts >= 2)
+            if open_segs.size == 0 or drop.any():
+                # re-analyse the reduced node before branching
+                plunge = (child_allowed, info["mu"], info["ub"], False)
+                continue
+            # branch on the open group whose LP choice is most fractional, else whose
+            # best two options are closest in reduced profit
+            if lp_x is not None:
+                best_x = np.zeros(info["starts"].size)
+                np.maximum.at(best_x, seg_of, lp_x)
+                score = best_x[open_segs]
+            else:
+                order = np.lexsort((-info["d"], seg_of))          # by group, best first
+                first = info["starts"]
+                gap2 = info["d"][order[first]] - info["d"][order[np.minimum(first + 1, order.size - 1)]]
+                score = gap2[open_segs]
+            seg = open_segs[int(np.argmin(score))]
+            members = np.flatnonzero(seg_of == seg)
+            pref = lp_x[members] if lp_x is not None else info["d"][members]
+            members = members[np.lexsort((-info["d"][members], -pref))]
+            for k, o in enumerate(members[::-1]):
+                child = child_allowed.copy()
+                child[free_idx[members]] = False
+                child[free_idx[o]] = True
+                entry = (child, info["mu"], float(min(info["ub"], ub_opt[o])), False)
+                if k == members.size - 1:
+                    plunge = entry          # the preferred child: dive into it now
+                else:
+                    push(*entry)
+        return -math.inf
