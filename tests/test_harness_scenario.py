@@ -59,7 +59,7 @@ def _bad(mutate):
 
 
 BAD = [
-    (lambda d: d.update(format="x"), "format must be 'memaudit-scenario/1'"),
+    (lambda d: d.update(format="x"), "format must be one of 'memaudit-scenario/1', 'memaudit-scenario/2'"),
     (lambda d: d.update(n_sessions=0), "n_sessions must be an integer in 1..100000"),
     (lambda d: d.update(colour=1), "unknown field(s) 'colour'"),
     (lambda d: d["facts"][0].update(type="opinion"), "fact 'region': type must be one of"),
