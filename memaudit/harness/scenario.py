@@ -452,6 +452,8 @@ def scenario_from_dict(data, *, source: str = "") -> Scenario:
         if fmt not in SCENARIO_FORMATS:
             raise ScenarioError(f"format must be one of {', '.join(map(repr, SCENARIO_FORMATS))}; got {fmt!r}")
         v2 = fmt == SCENARIO_FORMATS[1]
+        if "notes" in data:
+            _v2_only(v2, "the scenario", "notes")
         _check_keys(data, {"format", "id", "n_sessions", "replies", "facts", "sessions", "probes", "meta"}
                     | ({"notes"} if v2 else set()), "the scenario")
         sid = _text(_req(data, "id", "the scenario"), "id")
@@ -466,6 +468,8 @@ def scenario_from_dict(data, *, source: str = "") -> Scenario:
             what = f"sessions[{i}]"
             if not isinstance(d, dict):
                 raise ScenarioError(f"{what} must be an object with session and exchanges; got {d!r}")
+            if "date" in d:
+                _v2_only(v2, what, "date")
             _check_keys(d, {"session", "exchanges"} | ({"date"} if v2 else set()), what)
             s = _int(_req(d, "session", what), f"{what}: session", 1, n_sessions)
             if s in sessions:
@@ -488,6 +492,8 @@ def scenario_from_dict(data, *, source: str = "") -> Scenario:
                 ew = f"session {s} exchange {j}"
                 if not isinstance(e, dict):
                     raise ScenarioError(f"{ew} must be an object with user and assistant; got {e!r}")
+                if "id" in e:
+                    _v2_only(v2, ew, "id")
                 _check_keys(e, {"user", "assistant"} | ({"id"} if v2 else set()), ew)
                 user = _text(_req(e, "user", ew), f"{ew}: user")
                 assistant = e.get("assistant", "")
