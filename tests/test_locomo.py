@@ -464,3 +464,15 @@ def test_recall_command(tmp_path):
     assert r.exit_code == 0, r.output
     rows = {line.split()[0]: line.split() for line in r.output.splitlines()[2:]}
     assert rows["fresh"][2] == "0.000" and rows["full-transcript"][2] == "1.000" and rows["notes"][2] == "1.000"
+
+
+def test_every_harness_policy_runs_on_a_locomo_scenario():
+    from memaudit.harness.policies import POLICIES, parse_policy
+    from memaudit.locomo.demo import demo_conversation
+
+    sc = build_scenario(read(demo_conversation(), "demo.json"))
+    for name in POLICIES:
+        memory = parse_policy(name).build(sc, len)
+        assert isinstance(memory.inject(3, "What did Ben play?"), list) and isinstance(memory.stored(3), list)
+    lines = parse_policy("full-transcript").build(sc, len).inject(3, "?")
+    assert lines[0] == "[3 March 2024, 18:10] Ana: Hi Ben! I ran my first 10k race yesterday."

@@ -302,7 +302,7 @@ class _BiTemporal(_Memory):
     def _records(self, session):
         def build():
             recs = []  # (first exchange position, text, valid_from, valid_to)
-            pos = {(e.fact, e.version): n for n, e in enumerate(self.scenario.exchanges) if e.event == "state"}
+            pos = self.scenario.statement_positions()
             for f in self.scenario.facts:
                 if f.deleted_by(session):
                     continue

@@ -188,6 +188,15 @@ class Scenario:
             object.__setattr__(self, "_by_key", cached)
         return cached
 
+    def statement_positions(self) -> dict[tuple[str, int], int]:
+        """``{(fact key, version index): position in the exchange stream}`` of every stated version
+        (a version stated by reference sits at its exchange)."""
+        pos = {(e.fact, e.version): n for n, e in enumerate(self.exchanges) if e.event == "state"}
+        at = {e.id: n for n, e in enumerate(self.exchanges) if e.id is not None}
+        pos.update({(f.key, j): at[v.exchange] for f in self.facts for j, v in enumerate(f.versions)
+                    if v.exchange is not None})
+        return pos
+
     def exchanges_until(self, session: int) -> list[Exchange]:
         """Every exchange of sessions 1..``session``, in stream order."""
         return [e for e in self.exchanges if e.session <= session]

@@ -225,10 +225,7 @@ class Trial:
         stored_text = "\n".join(stored)
         by_type: dict[str, list[int]] = {}
         # facts in the order their current version was stated (seed 000's table order)
-        where = {(e.fact, e.version): n for n, e in enumerate(sc.exchanges) if e.event == "state"}
-        at = {e.id: n for n, e in enumerate(sc.exchanges) if e.id is not None}
-        for f in sc.facts:  # versions stated by reference sit at their exchange
-            where.update({(f.key, j): at[v.exchange] for j, v in enumerate(f.versions) if v.exchange is not None})
+        where = sc.statement_positions()
         alive = [f for f in sc.facts if not f.deleted_by(last) and f.first_session <= last]
         alive.sort(key=lambda f: where[(f.key, len(f.live_versions(last)) - 1)])
         for f in alive:
