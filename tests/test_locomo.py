@@ -448,8 +448,19 @@ def test_import_command_errors_are_one_line(tmp_path):
     assert not (tmp_path / "o").exists()
     src = tmp_path / "7.json"
     src.write_text(json.dumps(release()), encoding="utf-8")
-    r = CliRunner().invoke(main, ["import", "locomo", str(src), str(src), "--no-certify", "-o", str(tmp_path / "o")])
-    assert r.exit_code == 1 and "conversation 'conv-7' was already read" in r.output
+    lst = tmp_path / "list.json"
+    lst.write_text(json.dumps(as_list(release())), encoding="utf-8")
+    r = CliRunner().invoke(main, ["import", "locomo", str(src), str(lst), "--no-certify", "-o", str(tmp_path / "o")])
+    assert r.exit_code == 0 and "conversation conv-7 is the same as in 7.json (apart from the source): skipped" \
+        in r.output
+    changed = release()
+    changed["qa"][0]["answer"] = "8 May 2023"
+    lst.write_text(json.dumps(as_list(changed)), encoding="utf-8")
+    r = CliRunner().invoke(main, ["import", "locomo", str(src), str(lst), "--no-certify", "-o", str(tmp_path / "p")])
+    assert r.exit_code == 1 and "conversation 'conv-7' was already read from" in r.output and "different" in r.output
+    assert not (tmp_path / "p").exists()
+    r = CliRunner().invoke(main, ["import", "locomo", str(src), "--rules", ",", "-o", str(tmp_path / "o")])
+    assert r.exit_code == 1 and "no coverage rule given" in r.output
     r = CliRunner().invoke(main, ["import", "locomo", str(src), "--rules", "link,magic", "-o", str(tmp_path / "o")])
     assert r.exit_code == 1 and "unknown coverage rule 'magic'" in r.output
 

@@ -102,7 +102,7 @@ def _units(conv: Conversation) -> tuple[list[dict], list[dict], dict[str, list[t
             for t in q.evidence:
                 uid = _unit_id(q.id, t)
                 units.append({"id": uid, "kind": f"category-{q.category}", "weight": w, "text": q.question,
-                              "aliases": [q.answer]})
+                              "aliases": [q.answer] if q.answer else []})
                 by_turn.setdefault(t, []).append((uid, q.id))
                 ids.append(uid)
         query = {"id": q.id, "text": q.question, "requires": ids}

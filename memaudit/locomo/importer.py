@@ -119,6 +119,10 @@ def certify_package(pkg: Package, fracs=CERTIFY_FRACS, *, backend: str = "milp-h
     return out
 
 
+def _same_content(a: Conversation, b: Conversation) -> bool:
+    return (a.speakers, a.sessions, a.qa, a.repairs) == (b.speakers, b.sessions, b.qa, b.repairs)
+
+
 def _log_conversation(conv: Conversation, shape: str, path: str) -> list[str]:
     lines = [f"{path}: {shape} shape: conversation {conv.id} ({conv.speakers[0]} and {conv.speakers[1]}): "
              f"{len(conv.sessions)} sessions, {sum(len(s.turns) for s in conv.sessions)} turns, {len(conv.qa)} QA, "
@@ -149,6 +153,8 @@ def import_locomo(paths, out=None, *, settings: Settings = Settings(), rules=("l
     if not paths:
         raise LocomoError("no LoCoMo file given")
     rules = tuple(dict.fromkeys(rules))
+    if not rules and adjudication is None:
+        raise LocomoError("no coverage rule given: name at least one of link, answer (or give --adjudication FILE)")
     if adjudication is not None and "adjudication" not in rules:
         rules += ("adjudication",)
     if "adjudication" in rules and adjudication is None:
@@ -156,14 +162,21 @@ def import_locomo(paths, out=None, *, settings: Settings = Settings(), rules=("l
     log = [f"memaudit {__version__}, LoCoMo importer version {IMPORTER_VERSION}; settings "
            + json.dumps(settings.to_dict(), sort_keys=True) + f"; coverage rules {', '.join(rules)}"]
     conversations: list[Conversation] = []
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[str, Conversation]] = {}
     for path in paths:
         shape, convs = read_locomo(path)
         for conv in convs:
             if conv.id in seen:
-                raise LocomoError(f"{path}: conversation {conv.id!r} was already read from {seen[conv.id]}; "
-                                  "give each conversation once")
-            seen[conv.id] = path
+                first_path, first = seen[conv.id]
+                if _same_content(conv, first):  # e.g. 26.json and the Mem0 list holding conv-26
+                    line = (f"{os.path.basename(path)}: {shape} shape: conversation {conv.id} is the same as in "
+                            f"{os.path.basename(first_path)} (apart from the source): skipped")
+                    log.append(line)
+                    say(line)
+                    continue
+                raise LocomoError(f"{path}: conversation {conv.id!r} was already read from {first_path}, with "
+                                  "different content; give each conversation once")
+            seen[conv.id] = (path, conv)
             conversations.append(conv)
             for line in _log_conversation(conv, shape, os.path.basename(path)):
                 log.append(line)

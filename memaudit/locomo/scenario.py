@@ -17,7 +17,8 @@ def scenario_dict(conv: Conversation) -> dict:
     1-4 with evidence) is a fact stated by reference at its last evidence turn, value = the
     annotated answer (usually not a literal substring of the turn), and a probe asked after the last
     session with its ``evidence`` and ``category``; category 5 items are ``abstain`` probes.
-    Category 1-4 questions without evidence have no probe (listed in ``meta.probes_skipped``).
+    Category 1-4 questions without evidence (or with an empty answer) have no probe (listed in
+    ``meta.probes_skipped``).
     Observations and session summaries are ``notes`` covering the turns they were drawn from (a
     summary: every turn of its session).
     """
@@ -34,7 +35,7 @@ def scenario_dict(conv: Conversation) -> dict:
             if q.evidence:
                 abstention_evidence[q.id] = list(q.evidence)
             continue
-        if not q.evidence:
+        if not q.evidence or not q.answer:
             skipped.append(q.id)
             continue
         last = q.evidence[-1]
