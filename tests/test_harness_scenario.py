@@ -341,7 +341,9 @@ def test_evidence_recall_is_the_share_of_evidence_inside_the_injected_lines():
     assert evidence_recall(sc, p["q1"], last2.inject(2, "?")) == 0.0
     assert evidence_recall(sc, p["q3"], last2.inject(2, "?")) is None
     # a note covering the evidence counts; a line that only starts like the exchange does not
-    assert evidence_recall(sc, p["q2"], ["[x] Bob's dog Rex can sit."]) == 0.5
+    assert evidence_recall(sc, p["q2"], ["[20 May 2023] Bob's dog Rex can sit."]) == 0.5
+    assert evidence_recall(sc, p["q2"], ["[8 May 2023, 13:56] Bob's dog Rex can sit."]) == 0.0  # another day
+    assert evidence_recall(sc, p["q2"], ["[20 May 2023] Bob: My dog Rex and my cat Tom are fine."]) == 0.0
     assert evidence_recall(sc, p["q2"], ["Bob: My dog Rex and my cat Tom are fine. And more."]) == 0.0
     doc = run(Plant("v2", {}, sc), [parse_policy("fresh"), parse_policy("full-transcript"), notes(kind="all")],
               ProbeSet(classifier_reader(), forms=("literal",)), Score(tokens="len/4"))

@@ -188,6 +188,25 @@ class Scenario:
             object.__setattr__(self, "_by_key", cached)
         return cached
 
+    def stamp(self, session: int) -> str:
+        """The stamp of a line of ``session``: its calendar date (version 2), else ``day N``."""
+        dates = self.__dict__.get("_dates")
+        if dates is None:
+            dates = dict(self.dates)
+            object.__setattr__(self, "_dates", dates)
+        return format_date(dates[session]) if session in dates else f"day {session}"
+
+    def notes_covering(self, exchange_id: str) -> list[Note]:
+        """The notes drawn from exchange ``exchange_id`` (version 2), in file order."""
+        cached = self.__dict__.get("_covering")
+        if cached is None:
+            cached = {}
+            for n in self.notes:
+                for x in n.covers:
+                    cached.setdefault(x, []).append(n)
+            object.__setattr__(self, "_covering", cached)
+        return cached.get(exchange_id, [])
+
     def statement_positions(self) -> dict[tuple[str, int], int]:
         """``{(fact key, version index): position in the exchange stream}`` of every stated version
         (a version stated by reference sits at its exchange)."""

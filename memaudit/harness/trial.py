@@ -137,36 +137,26 @@ def classify(fact: Fact, session: int, text: str, match: str = "tokens") -> str:
     return "stale" if o else "missing"
 
 
-def _bodies(lines: list[str]) -> set[str]:
-    """Each injected line as given and without a leading ``[...]`` stamp."""
-    out = set(lines)
-    for line in lines:
-        if line.startswith("[") and "] " in line:
-            out.add(line.split("] ", 1)[1])
-    return out
-
-
-def evidence_recall(scenario: Scenario, probe: Probe, lines: list[str], *, bodies: set[str] | None = None) -> float | None:
+def evidence_recall(scenario: Scenario, probe: Probe, lines: list[str]) -> float | None:
     """The share of ``probe``'s evidence exchanges inside the injected ``lines``; None without evidence.
 
-    An evidence exchange is inside when one line is its rendering (``render_exchange``, any
-    ``[...]`` stamp in front), or is the text of a scenario note that covers it (an observation or a
-    summary drawn from that exchange).  Deterministic: no reader is involved.
+    An evidence exchange is inside when one line is exactly its rendering (``render_exchange``,
+    stamped with its session's stamp or not), or the text of a scenario note drawn from it (an
+    observation or a summary, stamped with the note's session or not).  Deterministic: no reader
+    is involved.
     """
     if not probe.evidence:
         return None
-    bodies = _bodies(lines) if bodies is None else bodies
-    covering = scenario.__dict__.get("_note_cover")
-    if covering is None:
-        covering = {}
-        for n in scenario.notes:
-            for x in n.covers:
-                covering.setdefault(x, []).append(n.text)
-        object.__setattr__(scenario, "_note_cover", covering)
+    injected = set(lines)
+
+    def has(text: str, session: int) -> bool:
+        return text in injected or f"[{scenario.stamp(session)}] {text}" in injected
+
     kept = 0
     for x in probe.evidence:
         e = scenario.exchange(x)
-        if render_exchange(e, False) in bodies or any(t in bodies for t in covering.get(x, ())):
+        if has(render_exchange(e, False), e.session) or any(has(n.text, n.session)
+                                                             for n in scenario.notes_covering(x)):
             kept += 1
     return kept / len(probe.evidence)
 

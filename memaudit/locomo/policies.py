@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..harness.errors import HarnessError
 from ..harness.policies import BM25Index, Policy, parse_policy
-from ..harness.scenario import Scenario, format_date
+from ..harness.scenario import Scenario
 
 __all__ = ["NOTES_POLICIES", "DEFAULT_RECALL_POLICIES", "notes", "bm25_notes", "parse_any_policy",
            "evidence_recall_table"]
@@ -27,14 +27,10 @@ DEFAULT_RECALL_POLICIES = ("fresh", "session-buffer", "last-exchanges", "replay-
 class _NotesMemory:
     def __init__(self, scenario: Scenario, count, kind: str, k: int | None, stamp: bool):
         self.scenario, self.count, self.kind, self.k, self.stamp = scenario, count, kind, k, stamp
-        self._dates = dict(scenario.dates)
         self._cache: dict = {}
 
     def _line(self, n) -> str:
-        if not self.stamp:
-            return n.text
-        day = format_date(self._dates[n.session]) if n.session in self._dates else f"day {n.session}"
-        return f"[{day}] {n.text}"
+        return f"[{self.scenario.stamp(n.session)}] {n.text}" if self.stamp else n.text
 
     def _docs(self, session: int):
         if session not in self._cache:

@@ -230,14 +230,15 @@ def _observations(raw, n: int, where: str, turns: dict[str, Turn], rep: _Repairs
     if not isinstance(raw, dict):
         raise LocomoError(f"{where} must be an object {{speaker: [[fact, dia_id], ...]}}; got {_show(raw)}")
     order = {tid: k for k, tid in enumerate(turns)}
-    out = []
+    out, position = [], 0
     for speaker, rows in raw.items():
         sw = f"{where}[{speaker!r}]"
         if not isinstance(rows, list):
             raise LocomoError(f"{sw} must be a list of [fact, dia_id] pairs; got {_show(rows)}")
         for j, row in enumerate(rows):
             rw = f"{sw}[{j}]"
-            oid = f"S{n}.o{len(out) + 1}"
+            position += 1
+            oid = f"S{n}.o{position}"  # its position among the session's observations, dropped ones included
             if not (isinstance(row, list) and len(row) == 2):
                 raise LocomoError(f"{rw} must be a pair [fact text, dia_id]; got {_show(row)}")
             text = _string(row[0], f"{rw}[0]")
