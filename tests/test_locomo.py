@@ -487,3 +487,27 @@ def test_every_harness_policy_runs_on_a_locomo_scenario():
         assert isinstance(memory.inject(3, "What did Ben play?"), list) and isinstance(memory.stored(3), list)
     lines = parse_policy("full-transcript").build(sc, len).inject(3, "?")
     assert lines[0] == "[3 March 2024, 18:10] Ana: Hi Ben! I ran my first 10k race yesterday."
+
+
+def test_recall_at_equal_injection_budgets(tmp_path):
+    from memaudit.harness.match import count_len4
+    from memaudit.locomo.demo import demo_conversation
+    from memaudit.locomo.policies import policies_at_budget
+
+    sc = build_scenario(read(demo_conversation(), "demo.json"))
+    pols = policies_at_budget(sc, 60, count_len4)
+    assert [p.name for p in pols] == ["replay-capped", "last-exchanges", "bm25-transcript", "bm25-notes"]
+    assert pols[0].settings["cap_tokens"] == 60 and pols[1].settings["n"] == pols[2].settings["k"] >= 1
+    with pytest.raises(Exception, match="whole number of tokens >= 1"):
+        policies_at_budget(sc, 0, count_len4)
+    (tmp_path / "demo.json").write_text(json.dumps(demo_conversation()), encoding="utf-8")
+    runner = CliRunner()
+    assert runner.invoke(main, ["import", "locomo", str(tmp_path / "demo.json"), "--no-certify", "-o",
+                                str(tmp_path)]).exit_code == 0
+    r = runner.invoke(main, ["locomo", "recall", str(tmp_path / "locomo-demo.scenario.json"), "--budget-tokens", "60",
+                             "--tokens", "len/4"])
+    assert r.exit_code == 0, r.output
+    assert [line.split()[1] for line in r.output.splitlines()[2:]] == [p.name for p in pols]
+    r = runner.invoke(main, ["locomo", "recall", str(tmp_path / "locomo-demo.scenario.json"), "--budget-tokens", "60",
+                             "--policy", "fresh"])
+    assert r.exit_code == 1 and "either --policy or --budget-tokens" in r.output

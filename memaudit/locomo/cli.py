@@ -78,23 +78,35 @@ def locomo_group():
 @click.option("--policy", "policies", multiple=True, metavar="NAME[:k=v,...]",
               help="Harness policies or notes policies (notes:kind=summary, bm25-notes:kind=observation,k=5). "
                    "Default: the transcript-only set.")
+@click.option("--budget-tokens", "budgets", type=click.IntRange(min=1), multiple=True, metavar="T",
+              help="Instead of --policy: capped replay, last-n, BM25 over turns and over observations, each set "
+                   "to inject about T tokens (repeatable).")
 @click.option("--tokens", "token_counter", type=click.Choice(["o200k_base", "len/4"]), default="o200k_base",
               show_default=True, help="How injected tokens are counted.")
-def recall_command(scenario, policies, token_counter):
+def recall_command(scenario, policies, budgets, token_counter):
     """Evidence recall of each policy on SCENARIO: the share of each probe's evidence turns inside
     what the policy injects (no reader involved), with the mean injected tokens."""
     from ..clitools import table_lines
+    from ..harness.errors import HarnessError
+    from ..harness.match import token_counter as counter
     from ..harness.scenario import load_scenario
-    from .policies import DEFAULT_RECALL_POLICIES, evidence_recall_table, parse_any_policy
+    from .policies import DEFAULT_RECALL_POLICIES, evidence_recall_table, parse_any_policy, policies_at_budget
 
+    if policies and budgets:
+        raise HarnessError("give either --policy or --budget-tokens, not both")
     sc = load_scenario(scenario)
-    pols = [parse_any_policy(p) for p in (policies or DEFAULT_RECALL_POLICIES)]
-    rows = evidence_recall_table(sc, pols, tokens=token_counter)
-    table = [(r["policy"], r["n_evidence"], f"{r['evidence_recall']:.3f}", f"{r['evidence_hit']:.3f}",
-              f"{r['mean_tokens_injected']:.0f}") for r in rows]
-    click.echo(f"scenario {sc.id}: {len(sc.probes)} probes, {rows[0]['n_evidence'] if rows else 0} with evidence")
-    for line in table_lines(("policy", "probes", "evidence recall", "any evidence", "mean injected"), table,
-                            ("<", ">", ">", ">", ">")):
+    runs = ([(T, policies_at_budget(sc, T, counter(token_counter))) for T in budgets] if budgets
+            else [(None, [parse_any_policy(p) for p in (policies or DEFAULT_RECALL_POLICIES)])])
+    table, n_evidence = [], 0
+    for T, pols in runs:
+        for r in evidence_recall_table(sc, pols, tokens=token_counter):
+            n_evidence = r["n_evidence"]
+            table.append(((T,) if budgets else ()) + (r["policy"], r["n_evidence"], f"{r['evidence_recall']:.3f}",
+                                                       f"{r['evidence_hit']:.3f}", f"{r['mean_tokens_injected']:.0f}"))
+    click.echo(f"scenario {sc.id}: {len(sc.probes)} probes, {n_evidence} with evidence")
+    head = ("policy", "probes", "evidence recall", "any evidence", "mean injected")
+    head, align = (("budget",) + head, (">", "<") + (">",) * 4) if budgets else (head, ("<",) + (">",) * 4)
+    for line in table_lines(head, table, align):
         click.echo(line)
 
 

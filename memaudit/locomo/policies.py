@@ -15,7 +15,7 @@ from ..harness.policies import BM25Index, Policy, parse_policy
 from ..harness.scenario import Scenario
 
 __all__ = ["NOTES_POLICIES", "DEFAULT_RECALL_POLICIES", "notes", "bm25_notes", "parse_any_policy",
-           "evidence_recall_table"]
+           "policies_at_budget", "evidence_recall_table"]
 
 _KINDS = ("observation", "summary", "all")
 
@@ -105,6 +105,26 @@ def parse_any_policy(spec: str) -> Policy:
     except TypeError:
         raise HarnessError(f"policy '{name}': bad setting in {spec!r}; valid settings: "
                            + ("kind, stamp" if name == "notes" else "kind, k, stamp")) from None
+
+
+def policies_at_budget(scenario: Scenario, tokens: int, count) -> list[Policy]:
+    """Transcript-only policies and BM25 over observations set to inject about ``tokens`` tokens each.
+
+    ``replay-capped`` with cap ``tokens`` (whole sessions evicted, oldest first); ``last-exchanges``
+    and ``bm25-transcript`` with n = k = ``tokens`` / (mean tokens of a stamped turn line);
+    ``bm25-notes`` over observations with k = ``tokens`` / (mean tokens of a stamped observation
+    line); each at least 1.  ``count`` is the token counter (text -> int) the run will use.
+    """
+    from ..harness.policies import render_exchange
+
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
+        raise HarnessError(f"the injection budget must be a whole number of tokens >= 1; got {tokens!r}")
+    turns = [count(render_exchange(e, True)) for e in scenario.exchanges]
+    obs = [count(f"[{scenario.stamp(n.session)}] {n.text}") for n in scenario.notes if n.kind == "observation"]
+    per_turn = max(1, round(tokens / (sum(turns) / len(turns)))) if turns else 1
+    per_obs = max(1, round(tokens / (sum(obs) / len(obs)))) if obs else 1
+    return [parse_policy(f"replay-capped:cap_tokens={tokens},stamp=true"), parse_policy(f"last-exchanges:n={per_turn}"),
+            parse_policy(f"bm25-transcript:k={per_turn}"), bm25_notes(kind="observation", k=per_obs)]
 
 
 def _unique_names(policies: list[Policy]) -> list[Policy]:
