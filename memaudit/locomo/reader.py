@@ -184,7 +184,7 @@ def normalise_turn_id(raw: str) -> str | None:
 
 def _req(d: dict, key: str, where: str):
     if key not in d:
-        raise LocomoError(f"{where} has no key {key!r}")
+        raise LocomoError(f"{where} {'the conversation ' if where.endswith(':') else ''}has no key {key!r}")
     return d[key]
 
 
@@ -343,14 +343,18 @@ def _qa(raw, where: str, turns: dict[str, Turn], rep: _Repairs) -> tuple[QA, ...
 def _conversation(conv: dict, extra: dict, qa, cid: str, source: dict, where: str) -> Conversation:
     """Build one conversation from its session keys (``conv``), observation / summary keys (``extra``)."""
     rep = _Repairs()
-    speakers = (_string(_req(conv, "speaker_a", where), f"{where}.speaker_a"),
-                _string(_req(conv, "speaker_b", where), f"{where}.speaker_b"))
+
+    def at(key: str) -> str:
+        return f"{where} {key}" if where.endswith(":") else f"{where}.{key}"
+
+    speakers = (_string(_req(conv, "speaker_a", where), at("speaker_a")),
+                _string(_req(conv, "speaker_b", where), at("speaker_b")))
     numbers = sorted(int(m.group(1)) for k in conv if (m := _SESSION.fullmatch(k)))
     if not numbers:
         raise LocomoError(f"{where} has no key 'session_1' (no session at all)")
     if numbers != list(range(1, len(numbers) + 1)):
         missing = next(k for k in range(1, numbers[-1] + 1) if k not in numbers)
-        raise LocomoError(f"{where}: sessions must be numbered 1..n; key 'session_{missing}' is missing "
+        raise LocomoError(f"{where.rstrip(':')}: sessions must be numbered 1..n; key 'session_{missing}' is missing "
                           f"(found {len(numbers)} sessions up to session_{numbers[-1]})")
     known = set(numbers)
     for k in sorted({**conv, **extra}, key=lambda k: (len(k), k)):
@@ -360,30 +364,30 @@ def _conversation(conv: dict, extra: dict, qa, cid: str, source: dict, where: st
     turns: dict[str, Turn] = {}
     parsed = []
     for n in numbers:
-        sw = f"{where}.session_{n}"
+        sw = at(f"session_{n}")
         ts = _turns(conv[f"session_{n}"], n, sw)
         for t in ts:
             if t.id in turns:
                 raise LocomoError(f"{sw}: turn id {t.id!r} appears twice; dia_ids must be unique")
             turns[t.id] = t
-        date_text = _string(_req(conv, f"session_{n}_date_time", where), f"{where}.session_{n}_date_time")
-        parsed.append((n, ts, date_text, parse_session_date(date_text, f"{where}.session_{n}_date_time")))
+        date_text = _string(_req(conv, f"session_{n}_date_time", where), at(f"session_{n}_date_time"))
+        parsed.append((n, ts, date_text, parse_session_date(date_text, at(f"session_{n}_date_time"))))
     sessions = []
     for n, ts, date_text, date in parsed:
         key = f"session_{n}_observation"
         if key in extra:
-            obs = _observations(extra[key], n, f"{where}.{key}", turns, rep)
+            obs = _observations(extra[key], n, at(key), turns, rep)
         else:
             rep.add("observations_missing", f"session_{n}")
             obs = ()
         key = f"session_{n}_summary"
         summary = None
         if key in extra:
-            summary = _string(extra[key], f"{where}.{key}", empty=True).strip() or None
+            summary = _string(extra[key], at(key), empty=True).strip() or None
         if summary is None:
             rep.add("summary_missing", f"session_{n}")
         sessions.append(Session(n, date, date_text, ts, obs, summary))
-    qas = _qa(qa, f"{where}.qa", turns, rep)
+    qas = _qa(qa, at("qa"), turns, rep)
     return Conversation(cid, speakers, tuple(sessions), qas, source, rep.log)
 
 
@@ -411,7 +415,7 @@ def conversations_from_data(data, *, path: str, sha256: str = "") -> tuple[str, 
         conv = {k: v for k, v in data.items() if k not in extra and k != "qa"}
         source = {"file": name, "sha256": sha256, "shape": "release"}
         cid = _release_id(path)
-        return "release", [_conversation(conv, extra, _req(data, "qa", path), cid, source, path)]
+        return "release", [_conversation(conv, extra, _req(data, "qa", f"{path}:"), cid, source, f"{path}:")]
     if isinstance(data, list) and data and all(isinstance(s, dict) and "conversation" in s for s in data):
         out, ids = [], set()
         for i, s in enumerate(data):
