@@ -13,7 +13,7 @@ from .dates import answer_interval, carries_date
 from .reader import Conversation, LocomoError
 
 __all__ = ["Settings", "RULES", "SESSION_DATE_MODES", "FACT_MODES", "DEFAULT_BUDGET_FRAC", "carries_answer",
-           "build_package", "build_packages", "link_coverage", "Adjudication"]
+           "build_package", "build_packages", "Adjudication"]
 
 #: the coverage rules of model-written candidates (observations and session summaries)
 RULES = ("link", "answer", "adjudication")
@@ -110,18 +110,6 @@ def _units(conv: Conversation) -> tuple[list[dict], list[dict], dict[str, list[t
             query["answer"] = q.answer
         queries.append(query)
     return units, queries, by_turn
-
-
-def link_coverage(conv: Conversation) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
-    """The ``link`` rule: an observation covers the units of the turns it links; a session summary
-    the units of every turn of its session.  Returns ``(by observation id, by session number)``."""
-    _, _, by_turn = _units(conv)
-    obs, summ = {}, {}
-    for s in conv.sessions:
-        summ[s.number] = {uid: 1.0 for t in s.turns for uid, _ in by_turn.get(t.id, [])}
-        for o in s.observations:
-            obs[o.id] = {uid: 1.0 for t in o.turns for uid, _ in by_turn.get(t, [])}
-    return obs, summ
 
 
 def _rule_coverage(conv: Conversation, rule: str, adjudication: Adjudication | None, by_turn: dict):
