@@ -562,9 +562,10 @@ def density_trap_command(k, topics, cost_model, output):
 def _add_subpackage_commands() -> None:
     from .generators.cli import COMMANDS as generator_commands
     from .harness.cli import COMMANDS as harness_commands
+    from .locomo.cli import COMMANDS as locomo_commands
     from .stores.cli import COMMANDS as store_commands
 
-    for command in (*generator_commands, *harness_commands, *store_commands):
+    for command in (*generator_commands, *harness_commands, *store_commands, *locomo_commands):
         main.add_command(command)
     main.commands["generate"].add_command(density_trap_command)
 

@@ -182,7 +182,7 @@ def bench(n_sessions, exchanges_per_session, seed, policies, extra, forms, reade
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr.")
 def run_command(scenario, policies, forms, reader, reader_cmd, judge_cmd, allow_same_judge, timeout, retries, backoff,
                 cache_dir, match, token_counter, as_json, out, verbose):
-    """Run SCENARIO (a memaudit-scenario/1 JSON or YAML file) under each --policy.
+    """Run SCENARIO (a memaudit-scenario/1 or /2 JSON or YAML file) under each --policy.
 
     The default reader is the context classifier; --reader mechanical or --reader-cmd CMD
     answer in free text (optionally graded by --judge-cmd).  Prints one line per policy and

@@ -47,11 +47,11 @@ def render_exchange(e: Exchange, stamp: bool) -> str:
     'the CI budget is 15 minutes per run'
     """
     body = f"user: {e.user} / assistant: {e.assistant}" if e.assistant else e.user
-    return f"[day {e.session}] {body}" if stamp else body
+    return f"[{e.stamp}] {body}" if stamp else body
 
 
 def _statement(e: Exchange, stamp: bool) -> str:
-    return f"[day {e.session}] {e.user}" if stamp else e.user
+    return f"[{e.stamp}] {e.user}" if stamp else e.user
 
 
 # -- lexical retrieval -----------------------------------------------------------------
@@ -302,7 +302,7 @@ class _BiTemporal(_Memory):
     def _records(self, session):
         def build():
             recs = []  # (first exchange position, text, valid_from, valid_to)
-            pos = {(e.fact, e.version): n for n, e in enumerate(self.scenario.exchanges) if e.event == "state"}
+            pos = self.scenario.statement_positions()
             for f in self.scenario.facts:
                 if f.deleted_by(session):
                     continue

@@ -1,4 +1,13 @@
-"""Plant: scenarios (typed facts with versions and delete requests, filler exchanges, probes) and their file format."""
+"""Plant: scenarios (typed facts with versions and delete requests, filler exchanges, probes) and their file format.
+
+Two format versions load: ``memaudit-scenario/1`` and ``memaudit-scenario/2``.  Version 2 adds
+what real conversations need (LoCoMo): a calendar ``date`` per session (the stamp shows it instead
+of ``day N``), an ``id`` per exchange, fact versions stated by reference to an exchange
+(``exchange: ID`` instead of ``text``: several facts may name one exchange, and the value need
+not occur in it), probes with ``evidence`` (exchange ids), ``category`` and ``abstain``, and
+model-written ``notes`` (observations, summaries) with the exchanges they cover.  A scenario is
+written as version 1 when it uses none of these, so old files keep their bytes and sha256.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +16,23 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from .errors import ScenarioError
 from .match import contains_value
 
-__all__ = ["SCENARIO_FORMAT", "FACT_TYPES", "MAX_SESSIONS", "ScenarioError", "Version", "DeleteRequest", "Fact", "Exchange",
-           "Probe", "Scenario", "scenario_from_dict", "load_scenario", "scenario_to_dict"]
+__all__ = ["SCENARIO_FORMAT", "SCENARIO_FORMATS", "FACT_TYPES", "NOTE_KINDS", "MAX_SESSIONS", "ScenarioError",
+           "Version", "DeleteRequest", "Fact", "Exchange", "Probe", "Note", "Scenario", "scenario_from_dict",
+           "load_scenario", "scenario_to_dict", "format_date"]
 
-#: the ``format`` value of a scenario file
-SCENARIO_FORMAT = "memaudit-scenario/1"
+#: the newest ``format`` value of a scenario file (what a scenario using a version-2 feature is written as)
+SCENARIO_FORMAT = "memaudit-scenario/2"
+
+#: every ``format`` value this module reads
+SCENARIO_FORMATS = ("memaudit-scenario/1", "memaudit-scenario/2")
+
+#: the kinds of model-written notes a version-2 scenario may carry
+NOTE_KINDS = ("observation", "summary")
 
 #: the fact types of seed 000; a scenario may use only these
 FACT_TYPES = ("identity", "preference", "decision", "detail", "procedure")
@@ -26,12 +43,17 @@ MAX_SESSIONS = 100_000
 
 @dataclass(frozen=True)
 class Version:
-    """One stated value of a fact: said by the user in ``session`` with the words ``text``."""
+    """One stated value of a fact: said by the user in ``session`` with the words ``text``.
+
+    ``exchange`` (version 2): the id of a filler exchange of that session that states the value;
+    ``text`` is then that exchange's user text and need not contain the value literally.
+    """
 
     session: int
     value: str
     text: str
     position: int | None = field(default=None, compare=False)
+    exchange: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +103,19 @@ class Exchange:
     fact: str | None = None
     event: str | None = None
     version: int | None = None
+    id: str | None = None
+    date: str | None = None
+
+    @property
+    def stamp(self) -> str:
+        """What a stamped context line starts with: the session's calendar date (version 2), else ``day N``.
+
+        Examples
+        --------
+        >>> Exchange(8, 0, "hi").stamp, Exchange(1, 0, "hi", date="2023-05-08T13:56:00").stamp
+        ('day 8', '8 May 2023, 13:56')
+        """
+        return f"day {self.session}" if self.date is None else format_date(self.date)
 
 
 @dataclass(frozen=True)
@@ -92,9 +127,24 @@ class Probe:
     fact: str | None
     literal: str
     paraphrase: str | None = None
+    evidence: tuple[str, ...] = ()
+    category: int | str | None = None
+    abstain: bool = False
 
     def question(self, form: str) -> str | None:
         return self.literal if form == "literal" else self.paraphrase
+
+
+@dataclass(frozen=True)
+class Note:
+    """A model-written note of a session (version 2): an observation or a summary, with the ids of
+    the exchanges it was drawn from (``covers``)."""
+
+    id: str
+    session: int
+    kind: str
+    text: str
+    covers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,6 +158,24 @@ class Scenario:
     probes: tuple[Probe, ...]
     meta: dict = field(default_factory=dict, compare=False)
     replies: bool = True
+    dates: tuple[tuple[int, str], ...] = ()
+    notes: tuple[Note, ...] = ()
+
+    @property
+    def format(self) -> str:
+        """``memaudit-scenario/2`` when the scenario uses a version-2 feature, else ``memaudit-scenario/1``."""
+        v2 = (self.dates or self.notes or any(e.id is not None for e in self.exchanges)
+              or any(v.exchange is not None for f in self.facts for v in f.versions)
+              or any(p.evidence or p.category is not None or p.abstain for p in self.probes))
+        return SCENARIO_FORMATS[1] if v2 else SCENARIO_FORMATS[0]
+
+    def exchange(self, exchange_id: str) -> Exchange:
+        """The exchange with id ``exchange_id`` (version 2)."""
+        cached = self.__dict__.get("_by_id")
+        if cached is None:
+            cached = {e.id: e for e in self.exchanges if e.id is not None}
+            object.__setattr__(self, "_by_id", cached)
+        return cached[exchange_id]
 
     def fact(self, key: str) -> Fact:
         return self._facts_by_key[key]
@@ -120,6 +188,34 @@ class Scenario:
             object.__setattr__(self, "_by_key", cached)
         return cached
 
+    def stamp(self, session: int) -> str:
+        """The stamp of a line of ``session``: its calendar date (version 2), else ``day N``."""
+        dates = self.__dict__.get("_dates")
+        if dates is None:
+            dates = dict(self.dates)
+            object.__setattr__(self, "_dates", dates)
+        return format_date(dates[session]) if session in dates else f"day {session}"
+
+    def notes_covering(self, exchange_id: str) -> list[Note]:
+        """The notes drawn from exchange ``exchange_id`` (version 2), in file order."""
+        cached = self.__dict__.get("_covering")
+        if cached is None:
+            cached = {}
+            for n in self.notes:
+                for x in n.covers:
+                    cached.setdefault(x, []).append(n)
+            object.__setattr__(self, "_covering", cached)
+        return cached.get(exchange_id, [])
+
+    def statement_positions(self) -> dict[tuple[str, int], int]:
+        """``{(fact key, version index): position in the exchange stream}`` of every stated version
+        (a version stated by reference sits at its exchange)."""
+        pos = {(e.fact, e.version): n for n, e in enumerate(self.exchanges) if e.event == "state"}
+        at = {e.id: n for n, e in enumerate(self.exchanges) if e.id is not None}
+        pos.update({(f.key, j): at[v.exchange] for f in self.facts for j, v in enumerate(f.versions)
+                    if v.exchange is not None})
+        return pos
+
     def exchanges_until(self, session: int) -> list[Exchange]:
         """Every exchange of sessions 1..``session``, in stream order."""
         return [e for e in self.exchanges if e.session <= session]
@@ -131,6 +227,23 @@ class Scenario:
 
 
 # -- building and checking ------------------------------------------------------------
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+
+
+def format_date(iso: str) -> str:
+    """A session date for a context line: ``2023-05-08`` -> ``8 May 2023``, with ``, 13:56`` when a time is given.
+
+    Examples
+    --------
+    >>> format_date("2023-05-08"), format_date("2023-05-08T13:56:00")
+    ('8 May 2023', '8 May 2023, 13:56')
+    """
+    d = datetime.fromisoformat(iso)
+    day = f"{d.day} {_MONTHS[d.month - 1]} {d.year}"
+    return day if len(iso) <= 10 else f"{day}, {d:%H:%M}"
+
 
 def _where(ctx: str) -> str:
     return f"{ctx}: " if ctx else ""
@@ -164,7 +277,13 @@ def _check_keys(d: dict, allowed: set[str], what: str) -> None:
                             f"allowed: {', '.join(sorted(allowed))}")
 
 
-def _fact(d, i: int, n_sessions: int) -> Fact:
+def _v2_only(v2: bool, what: str, name: str) -> None:
+    if not v2:
+        raise ScenarioError(f"{what}: field '{name}' needs format {SCENARIO_FORMATS[1]!r} (this file says "
+                            f"{SCENARIO_FORMATS[0]!r})")
+
+
+def _fact(d, i: int, n_sessions: int, v2: bool = False, exchanges: dict | None = None) -> Fact:
     key = _text(_req(d, "key", f"facts[{i}]"), f"facts[{i}].key")
     what = f"fact '{key}'"
     _check_keys(d, {"key", "type", "salience", "versions", "delete"}, what)
@@ -180,19 +299,33 @@ def _fact(d, i: int, n_sessions: int) -> Fact:
         vw = f"{what} version {j + 1}"
         if not isinstance(v, dict):
             raise ScenarioError(f"{vw} must be an object with session, value and text; got {v!r}")
-        _check_keys(v, {"session", "value", "text", "position"}, vw)
+        if "exchange" in v:
+            _v2_only(v2, vw, "exchange")
+            _check_keys(v, {"session", "value", "exchange"}, f"{vw} (stated by reference to an exchange)")
+        else:
+            _check_keys(v, {"session", "value", "text", "position"}, vw)
         session = _int(_req(v, "session", vw), f"{vw}: session", 1, n_sessions)
         value = _text(_req(v, "value", vw), f"{vw}: value")
-        text = _text(_req(v, "text", vw), f"{vw}: text")
-        position = v.get("position")
-        if position is not None:
-            position = _int(position, f"{vw}: position", 0)
-        if not contains_value(text, value, "tokens"):
-            raise ScenarioError(f"{vw}: value {value!r} does not occur (as whole words) in its text {text!r}")
+        position = exchange = None
+        if "exchange" in v:
+            exchange = _text(v["exchange"], f"{vw}: exchange")
+            if exchange not in exchanges:
+                raise ScenarioError(f"{vw}: exchange {exchange!r} is not the id of an exchange of this scenario")
+            at, text = exchanges[exchange]
+            if at != session:
+                raise ScenarioError(f"{vw}: exchange {exchange!r} is in session {at}, not in the version's "
+                                    f"session {session}")
+        else:
+            text = _text(_req(v, "text", vw), f"{vw}: text")
+            position = v.get("position")
+            if position is not None:
+                position = _int(position, f"{vw}: position", 0)
+            if not contains_value(text, value, "tokens"):
+                raise ScenarioError(f"{vw}: value {value!r} does not occur (as whole words) in its text {text!r}")
         if versions and session <= versions[-1].session:
             raise ScenarioError(f"{vw}: session {session} must come after the previous version's session "
                                 f"{versions[-1].session} (versions are listed oldest first, one per session)")
-        versions.append(Version(session, value, text, position))
+        versions.append(Version(session, value, text, position, exchange))
     delete = None
     if d.get("delete") is not None:
         dd = d["delete"]
@@ -216,10 +349,14 @@ def _fact(d, i: int, n_sessions: int) -> Fact:
     return Fact(key, typ, salience, tuple(versions), delete)
 
 
-def _probe(d, i: int, n_sessions: int, facts: dict[str, Fact]) -> Probe:
+def _probe(d, i: int, n_sessions: int, facts: dict[str, Fact], v2: bool = False,
+           exchanges: dict | None = None) -> Probe:
     pid = _text(_req(d, "id", f"probes[{i}]"), f"probes[{i}].id")
     what = f"probe '{pid}'"
-    _check_keys(d, {"id", "session", "fact", "literal", "paraphrase"}, what)
+    _check_keys(d, {"id", "session", "fact", "literal", "paraphrase", "evidence", "category", "abstain"}, what)
+    for name in ("evidence", "category", "abstain"):
+        if name in d:
+            _v2_only(v2, what, name)
     session = _int(d.get("session", n_sessions), f"{what}: session", 1, n_sessions)
     fact = d.get("fact")
     if fact is not None and not isinstance(fact, str):
@@ -238,11 +375,51 @@ def _probe(d, i: int, n_sessions: int, facts: dict[str, Fact]) -> Probe:
     paraphrase = d.get("paraphrase")
     if paraphrase is not None:
         paraphrase = _text(paraphrase, f"{what}: paraphrase")
-    return Probe(pid, session, fact, literal, paraphrase)
+    evidence = d.get("evidence", [])
+    if not isinstance(evidence, list):
+        raise ScenarioError(f"{what}: evidence must be a list of exchange ids; got {evidence!r}")
+    for k, e in enumerate(evidence):
+        if not isinstance(e, str) or e not in exchanges:
+            raise ScenarioError(f"{what}: evidence[{k}] must be the id of an exchange of this scenario; got {e!r}")
+        if exchanges[e][0] > session:
+            raise ScenarioError(f"{what}: evidence {e!r} is in session {exchanges[e][0]}, after the probe's "
+                                f"session {session}")
+    if len(set(evidence)) != len(evidence):
+        raise ScenarioError(f"{what}: evidence lists an exchange twice; got {evidence!r}")
+    category = d.get("category")
+    if category is not None and (isinstance(category, bool) or not isinstance(category, (int, str))):
+        raise ScenarioError(f"{what}: category must be an integer or a string; got {category!r}")
+    abstain = d.get("abstain", False)
+    if not isinstance(abstain, bool):
+        raise ScenarioError(f"{what}: abstain must be true or false; got {abstain!r}")
+    if abstain and fact is not None:
+        raise ScenarioError(f"{what}: abstain is true, so the probe must not name a fact (fact: null); got {fact!r}")
+    return Probe(pid, session, fact, literal, paraphrase, tuple(evidence), category, abstain)
 
 
-def _exchanges(facts: list[Fact], sessions: dict[int, list[tuple[str, str]]],
-               n_sessions: int, replies: bool = True) -> tuple[Exchange, ...]:
+def _note(d, i: int, n_sessions: int, exchanges: dict) -> Note:
+    nid = _text(_req(d, "id", f"notes[{i}]"), f"notes[{i}].id")
+    what = f"note '{nid}'"
+    _check_keys(d, {"id", "session", "kind", "text", "covers"}, what)
+    session = _int(_req(d, "session", what), f"{what}: session", 1, n_sessions)
+    kind = _req(d, "kind", what)
+    if kind not in NOTE_KINDS:
+        raise ScenarioError(f"{what}: kind must be one of {', '.join(NOTE_KINDS)}; got {kind!r}")
+    text = _text(_req(d, "text", what), f"{what}: text")
+    covers = d.get("covers", [])
+    if not isinstance(covers, list):
+        raise ScenarioError(f"{what}: covers must be a list of exchange ids; got {covers!r}")
+    for k, e in enumerate(covers):
+        if not isinstance(e, str) or e not in exchanges:
+            raise ScenarioError(f"{what}: covers[{k}] must be the id of an exchange of this scenario; got {e!r}")
+        if exchanges[e][0] > session:
+            raise ScenarioError(f"{what}: covers {e!r} of session {exchanges[e][0]}, after the note's session "
+                                f"{session}")
+    return Note(nid, session, kind, text, tuple(covers))
+
+
+def _exchanges(facts: list[Fact], sessions: dict[int, list[tuple]],
+               n_sessions: int, replies: bool = True, dates: dict[int, str] | None = None) -> tuple[Exchange, ...]:
     """Place the statements and delete requests among each session's filler exchanges.
 
     With ``replies`` the assistant acknowledges a statement with ``Noted: <value>.`` and a delete
@@ -252,6 +429,8 @@ def _exchanges(facts: list[Fact], sessions: dict[int, list[tuple[str, str]]],
     order = 0
     for f in facts:
         for j, v in enumerate(f.versions):
+            if v.exchange is not None:  # stated by reference: the exchange is already in the stream
+                continue
             pos = v.position if v.position is not None else 1 << 30
             placed.setdefault(v.session, []).append((pos, order, v.text, f"Noted: {v.value}." if replies else "", f.key, "state", j))
             order += 1
@@ -261,11 +440,13 @@ def _exchanges(facts: list[Fact], sessions: dict[int, list[tuple[str, str]]],
                 (pos, order, f.delete.text, "Done: I will forget it." if replies else "", f.key, "delete", None))
             order += 1
     out = []
+    dates = dates or {}
     for s in range(1, n_sessions + 1):
-        stream: list[tuple] = [(u, a, None, None, None) for u, a in sessions.get(s, [])]
+        stream: list[tuple] = [(u, a, None, None, None, x) for u, a, x in sessions.get(s, [])]
         for pos, _, user, reply, key, event, version in sorted(placed.get(s, [])):
-            stream.insert(min(pos, len(stream)), (user, reply, key, event, version))
-        out.extend(Exchange(s, i, u, a, k, ev, ver) for i, (u, a, k, ev, ver) in enumerate(stream))
+            stream.insert(min(pos, len(stream)), (user, reply, key, event, version, None))
+        out.extend(Exchange(s, i, u, a, k, ev, ver, x, dates.get(s))
+                   for i, (u, a, k, ev, ver, x) in enumerate(stream))
     return tuple(out)
 
 
@@ -295,35 +476,43 @@ def scenario_from_dict(data, *, source: str = "") -> Scenario:
     try:
         if not isinstance(data, dict):
             raise ScenarioError(f"a scenario must be an object (mapping) at the top level; got {type(data).__name__}")
-        _check_keys(data, {"format", "id", "n_sessions", "replies", "facts", "sessions", "probes", "meta"},
-                    "the scenario")
         fmt = data.get("format")
-        if fmt != SCENARIO_FORMAT:
-            raise ScenarioError(f"format must be {SCENARIO_FORMAT!r}; got {fmt!r}")
+        if fmt not in SCENARIO_FORMATS:
+            raise ScenarioError(f"format must be one of {', '.join(map(repr, SCENARIO_FORMATS))}; got {fmt!r}")
+        v2 = fmt == SCENARIO_FORMATS[1]
+        if "notes" in data:
+            _v2_only(v2, "the scenario", "notes")
+        _check_keys(data, {"format", "id", "n_sessions", "replies", "facts", "sessions", "probes", "meta"}
+                    | ({"notes"} if v2 else set()), "the scenario")
         sid = _text(_req(data, "id", "the scenario"), "id")
         n_sessions = _int(_req(data, "n_sessions", "the scenario"), "n_sessions", 1, MAX_SESSIONS)
-        raw_facts = data.get("facts", [])
-        if not isinstance(raw_facts, list):
-            raise ScenarioError(f"facts must be a list; got {type(raw_facts).__name__}")
-        facts: dict[str, Fact] = {}
-        for i, d in enumerate(raw_facts):
-            f = _fact(d, i, n_sessions)
-            if f.key in facts:
-                raise ScenarioError(f"fact '{f.key}' is defined twice (facts[{i}]); fact keys must be unique")
-            facts[f.key] = f
         raw_sessions = data.get("sessions", [])
         if not isinstance(raw_sessions, list):
             raise ScenarioError(f"sessions must be a list; got {type(raw_sessions).__name__}")
-        sessions: dict[int, list[tuple[str, str]]] = {}
+        sessions: dict[int, list[tuple[str, str, str | None]]] = {}
+        dates: dict[int, str] = {}
+        ids: dict[str, tuple[int, str]] = {}
         for i, d in enumerate(raw_sessions):
             what = f"sessions[{i}]"
             if not isinstance(d, dict):
                 raise ScenarioError(f"{what} must be an object with session and exchanges; got {d!r}")
-            _check_keys(d, {"session", "exchanges"}, what)
+            if "date" in d:
+                _v2_only(v2, what, "date")
+            _check_keys(d, {"session", "exchanges"} | ({"date"} if v2 else set()), what)
             s = _int(_req(d, "session", what), f"{what}: session", 1, n_sessions)
             if s in sessions:
                 raise ScenarioError(f"{what}: session {s} is listed twice")
-            exs = _req(d, "exchanges", what)
+            if d.get("date") is not None:
+                date = d["date"]
+                try:
+                    if not isinstance(date, str):
+                        raise ValueError
+                    datetime.fromisoformat(date)
+                except ValueError:
+                    raise ScenarioError(f"{what}: date must be an ISO 8601 date or date-time such as '2023-05-08' "
+                                        f"or '2023-05-08T13:56:00'; got {date!r}") from None
+                dates[s] = date
+            exs = d.get("exchanges", []) if v2 else _req(d, "exchanges", what)
             if not isinstance(exs, list):
                 raise ScenarioError(f"{what}: exchanges must be a list; got {type(exs).__name__}")
             rows = []
@@ -331,20 +520,38 @@ def scenario_from_dict(data, *, source: str = "") -> Scenario:
                 ew = f"session {s} exchange {j}"
                 if not isinstance(e, dict):
                     raise ScenarioError(f"{ew} must be an object with user and assistant; got {e!r}")
-                _check_keys(e, {"user", "assistant"}, ew)
+                if "id" in e:
+                    _v2_only(v2, ew, "id")
+                _check_keys(e, {"user", "assistant"} | ({"id"} if v2 else set()), ew)
                 user = _text(_req(e, "user", ew), f"{ew}: user")
                 assistant = e.get("assistant", "")
                 if not isinstance(assistant, str):
                     raise ScenarioError(f"{ew}: assistant must be a string; got {assistant!r}")
-                rows.append((user, assistant))
+                xid = e.get("id")
+                if xid is not None:
+                    xid = _text(xid, f"{ew}: id")
+                    if xid in ids:
+                        raise ScenarioError(f"{ew}: id {xid!r} is already the id of an exchange of session "
+                                            f"{ids[xid][0]}; exchange ids must be unique")
+                    ids[xid] = (s, user)
+                rows.append((user, assistant, xid))
             sessions[s] = rows
+        raw_facts = data.get("facts", [])
+        if not isinstance(raw_facts, list):
+            raise ScenarioError(f"facts must be a list; got {type(raw_facts).__name__}")
+        facts: dict[str, Fact] = {}
+        for i, d in enumerate(raw_facts):
+            f = _fact(d, i, n_sessions, v2, ids)
+            if f.key in facts:
+                raise ScenarioError(f"fact '{f.key}' is defined twice (facts[{i}]); fact keys must be unique")
+            facts[f.key] = f
         raw_probes = _req(data, "probes", "the scenario")
         if not isinstance(raw_probes, list) or not raw_probes:
             raise ScenarioError("probes must be a non-empty list")
         probes = []
         seen = set()
         for i, d in enumerate(raw_probes):
-            p = _probe(d, i, n_sessions, facts)
+            p = _probe(d, i, n_sessions, facts, v2, ids)
             if p.id in seen:
                 raise ScenarioError(f"probe '{p.id}' is defined twice (probes[{i}]); probe ids must be unique")
             seen.add(p.id)
@@ -355,13 +562,23 @@ def scenario_from_dict(data, *, source: str = "") -> Scenario:
         meta = data.get("meta", {})
         if not isinstance(meta, dict):
             raise ScenarioError(f"meta must be an object; got {type(meta).__name__}")
+        raw_notes = data.get("notes", [])
+        if not isinstance(raw_notes, list):
+            raise ScenarioError(f"notes must be a list; got {type(raw_notes).__name__}")
+        notes, seen_notes = [], set()
+        for i, d in enumerate(raw_notes):
+            n = _note(d, i, n_sessions, ids)
+            if n.id in seen_notes:
+                raise ScenarioError(f"note '{n.id}' is defined twice (notes[{i}]); note ids must be unique")
+            seen_notes.add(n.id)
+            notes.append(n)
     except ScenarioError as exc:
         if pre:
             raise ScenarioError(pre + str(exc)) from None
         raise
     fact_list = list(facts.values())
-    return Scenario(sid, n_sessions, tuple(fact_list), _exchanges(fact_list, sessions, n_sessions, replies),
-                    tuple(probes), dict(meta), replies)
+    return Scenario(sid, n_sessions, tuple(fact_list), _exchanges(fact_list, sessions, n_sessions, replies, dates),
+                    tuple(probes), dict(meta), replies, tuple(sorted(dates.items())), tuple(notes))
 
 
 class _DuplicateKey(ValueError):
@@ -439,7 +656,8 @@ def scenario_to_dict(scenario: Scenario) -> dict:
     facts = []
     for f in scenario.facts:
         d = {"key": f.key, "type": f.type, "salience": f.salience,
-             "versions": [{"session": v.session, "value": v.value, "text": v.text} for v in f.versions]}
+             "versions": [{"session": v.session, "value": v.value, "text": v.text} if v.exchange is None else
+                          {"session": v.session, "value": v.value, "exchange": v.exchange} for v in f.versions]}
         if f.delete is not None:
             d["delete"] = {"session": f.delete.session, "text": f.delete.text}
         facts.append(d)
@@ -447,20 +665,41 @@ def scenario_to_dict(scenario: Scenario) -> dict:
     pos = {(e.fact, e.event, e.version): e.index for e in scenario.exchanges if e.fact is not None}
     for f, d in zip(scenario.facts, facts):
         for j, v in enumerate(d["versions"]):
-            v["position"] = pos[(f.key, "state", j)]
+            if "exchange" not in v:
+                v["position"] = pos[(f.key, "state", j)]
         if "delete" in d:
             d["delete"]["position"] = pos[(f.key, "delete", None)]
-    by_session: dict[int, list[dict]] = {}
+    dates = dict(scenario.dates)
+    by_session: dict[int, list[dict]] = {s: [] for s in dates}
     for e in scenario.exchanges:  # stream order is session order
         if e.fact is None:
-            by_session.setdefault(e.session, []).append({"user": e.user, "assistant": e.assistant})
-    sessions = [{"session": s, "exchanges": rows} for s, rows in by_session.items()]
+            row = {"user": e.user, "assistant": e.assistant}
+            if e.id is not None:
+                row["id"] = e.id
+            by_session.setdefault(e.session, []).append(row)
+    sessions = []
+    for s in sorted(by_session):
+        entry = {"session": s}
+        if s in dates:
+            entry["date"] = dates[s]
+        entry["exchanges"] = by_session[s]
+        sessions.append(entry)
     probes = []
     for p in scenario.probes:
         d = {"id": p.id, "session": p.session, "fact": p.fact, "literal": p.literal}
         if p.paraphrase is not None:
             d["paraphrase"] = p.paraphrase
+        if p.evidence:
+            d["evidence"] = list(p.evidence)
+        if p.category is not None:
+            d["category"] = p.category
+        if p.abstain:
+            d["abstain"] = True
         probes.append(d)
-    return {"format": SCENARIO_FORMAT, "id": scenario.id, "n_sessions": scenario.n_sessions,
-            "replies": scenario.replies, "facts": facts,
-            "sessions": sessions, "probes": probes, "meta": dict(scenario.meta)}
+    out = {"format": scenario.format, "id": scenario.id, "n_sessions": scenario.n_sessions,
+           "replies": scenario.replies, "facts": facts,
+           "sessions": sessions, "probes": probes, "meta": dict(scenario.meta)}
+    if scenario.notes:
+        out["notes"] = [{"id": n.id, "session": n.session, "kind": n.kind, "text": n.text, "covers": list(n.covers)}
+                        for n in scenario.notes]
+    return out

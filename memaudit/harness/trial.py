@@ -3,6 +3,11 @@ reader) and score (outcomes + token count); a run is one plant, probe and score 
 
 Every run document records each part's name and settings (and the scenario's sha256), so a run
 can be replayed; ``diff_runs`` compares two runs probe by probe (seed 000's before / after recipe).
+
+A probe with ``evidence`` (a ``memaudit-scenario/2`` scenario, e.g. LoCoMo's human-annotated
+evidence turns) also gets a deterministic **evidence recall**: the share of its evidence
+exchanges that are inside what the policy injects, an exchange counting as inside when its line
+is injected (with any stamp) or when an injected note covers it (see :func:`evidence_recall`).
 """
 
 from __future__ import annotations
@@ -17,12 +22,12 @@ from dataclasses import dataclass, field
 from .. import __version__
 from .errors import HarnessError
 from .match import MATCH_MODES, contains_value, token_counter
-from .policies import Policy
+from .policies import Policy, render_exchange
 from .readers import Judge, Reader
 from .scenario import Fact, Probe, Scenario
 
 __all__ = ["RUN_FORMAT", "OUTCOMES", "PROBE_FORMS", "Plant", "ProbeSet", "Score", "Trial", "run", "classify",
-           "probe_kind", "summarize_rows", "write_run", "load_run", "diff_runs", "rows_csv", "summary_csv"]
+           "probe_kind", "evidence_recall", "summarize_rows", "write_run", "load_run", "diff_runs", "rows_csv", "summary_csv"]
 
 #: the ``format`` value of a run document
 RUN_FORMAT = "memaudit-harness-run/1"
@@ -85,7 +90,8 @@ class Score:
 
 
 def probe_kind(scenario: Scenario, probe: Probe) -> str:
-    """``live``, ``deleted`` (the delete request came by the probe's session) or ``absent`` (never planted)."""
+    """``live``, ``deleted`` (the delete request came by the probe's session) or ``absent`` (never planted,
+    or a probe whose correct answer is to abstain)."""
     if probe.fact is None:
         return "absent"
     return "deleted" if scenario.fact(probe.fact).deleted_by(probe.session) else "live"
@@ -131,6 +137,30 @@ def classify(fact: Fact, session: int, text: str, match: str = "tokens") -> str:
     return "stale" if o else "missing"
 
 
+def evidence_recall(scenario: Scenario, probe: Probe, lines: list[str]) -> float | None:
+    """The share of ``probe``'s evidence exchanges inside the injected ``lines``; None without evidence.
+
+    An evidence exchange is inside when one line is exactly its rendering (``render_exchange``,
+    stamped with its session's stamp or not), or the text of a scenario note drawn from it (an
+    observation or a summary, stamped with the note's session or not).  Deterministic: no reader
+    is involved.
+    """
+    if not probe.evidence:
+        return None
+    injected = set(lines)
+
+    def has(text: str, session: int) -> bool:
+        return text in injected or f"[{scenario.stamp(session)}] {text}" in injected
+
+    kept = 0
+    for x in probe.evidence:
+        e = scenario.exchange(x)
+        if has(render_exchange(e, False), e.session) or any(has(n.text, n.session)
+                                                             for n in scenario.notes_covering(x)):
+            kept += 1
+    return kept / len(probe.evidence)
+
+
 @dataclass(frozen=True)
 class Trial:
     """One trial: plant x disturb x probe x score (inspect_ai's Task = dataset + solver + scorer)."""
@@ -155,6 +185,7 @@ class Trial:
                     continue
                 lines = memory.inject(p.session, q)
                 context = "\n".join(lines)
+                recall = evidence_recall(sc, p, lines)
                 item = f"probe '{p.id}' ({form}, policy {self.disturb.name})"
                 ans = reader.read(lines, q, item=item)
                 text = ans.text or ""
@@ -178,13 +209,13 @@ class Trial:
                              "fact_type": fact.type if fact else None, "kind": kind, "form": form, "question": q,
                              "outcome": outcome, "tokens_injected": self.score.count(context),
                              "answer": text if reader.answers else None, "abstained": ans.abstained,
-                             "cached": ans.cached})
+                             "cached": ans.cached, "category": p.category, "evidence_recall": recall})
         last = max((p.session for p in sc.probes), default=sc.n_sessions)
         stored = memory.stored(last)
         stored_text = "\n".join(stored)
         by_type: dict[str, list[int]] = {}
         # facts in the order their current version was stated (seed 000's table order)
-        where = {(e.fact, e.version): n for n, e in enumerate(sc.exchanges) if e.event == "state"}
+        where = sc.statement_positions()
         alive = [f for f in sc.facts if not f.deleted_by(last) and f.first_session <= last]
         alive.sort(key=lambda f: where[(f.key, len(f.live_versions(last)) - 1)])
         for f in alive:
@@ -201,12 +232,16 @@ class Trial:
 
 
 def summarize_rows(rows: list[dict]) -> dict:
-    """Counts per outcome and probe kind, and the mean injected tokens, over ``rows``."""
+    """Counts per outcome and probe kind, the mean injected tokens, and over the ``n_evidence`` rows
+    with evidence the mean evidence recall and the share with any evidence inside (0 when none)."""
     counts = Counter(r["outcome"] for r in rows)
     kinds = Counter(r["kind"] for r in rows)
     mean = sum(r["tokens_injected"] for r in rows) / len(rows) if rows else 0.0
+    recalls = [r["evidence_recall"] for r in rows if r.get("evidence_recall") is not None]
     return {"n_probes": len(rows), "n_live": kinds["live"], "n_deleted": kinds["deleted"], "n_absent": kinds["absent"],
-            **{o: counts[o] for o in OUTCOMES}, "mean_tokens_injected": mean}
+            **{o: counts[o] for o in OUTCOMES}, "mean_tokens_injected": mean, "n_evidence": len(recalls),
+            "evidence_recall": sum(recalls) / len(recalls) if recalls else 0.0,
+            "evidence_hit": sum(1 for x in recalls if x > 0) / len(recalls) if recalls else 0.0}
 
 
 def run(plant: Plant, policies: list[Policy], probe: ProbeSet, score: Score, *, progress=None) -> dict:
@@ -234,9 +269,9 @@ def run(plant: Plant, policies: list[Policy], probe: ProbeSet, score: Score, *, 
 # -- files -----------------------------------------------------------------------------
 
 _ROW_FIELDS = ("policy", "probe", "session", "fact", "fact_type", "kind", "form", "question", "outcome",
-               "tokens_injected", "abstained", "cached", "answer")
+               "tokens_injected", "abstained", "cached", "answer", "category", "evidence_recall")
 _SUMMARY_FIELDS = ("policy", "form", "n_probes", "n_live", "n_deleted", "n_absent", *OUTCOMES,
-                   "mean_tokens_injected", "stored_tokens")
+                   "mean_tokens_injected", "n_evidence", "evidence_recall", "evidence_hit", "stored_tokens")
 
 
 def rows_csv(doc: dict) -> str:
