@@ -294,10 +294,10 @@ def _baseline_options(f):
                      help=_PICK_HELP + "  [default: verbatim]")(f)
     f = click.option("--gvt-floor", type=click.FloatRange(0, 1, min_open=True), default=None, metavar="F",
                      callback=_not_nan,
-                     help="gvt, gvt-upgrade: lowest threshold as a fraction of the first.  [default: 0.001]")(f)
+                     help="gvt-geometric, gvt-upgrade: lowest threshold as a fraction of the first.  [default: 0.001]")(f)
     f = click.option("--gvt-eps", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
                      callback=_not_nan,
-                     metavar="EPS", help="gvt, gvt-upgrade: the threshold falls by a factor (1 - EPS) per step.  [default: 0.1]")(f)
+                     metavar="EPS", help="gvt-geometric, gvt-upgrade: the threshold falls by a factor (1 - EPS) per step.  [default: 0.1]")(f)
     f = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                      help="Seed of the random baseline (an integer >= 0).")(f)
     f = click.option("--backend", default="highs", show_default=True, metavar=_BACKEND_CHOICES,
@@ -336,9 +336,12 @@ def baseline(package, budget, budget_frac, methods, time_limit, backend, seed, g
     \b
     Per method: value, ratio = value / OPT, cost / budget, units fully covered,
     validity units fully covered (of those in the package), kinds stored, time.
-    Offline: density (static value per cost), greedy (marginal gain per cost +
-    best single), gvt (Group Value-Threshold), gvt-upgrade (GVT that may exchange
-    a group's stored representation), random.  Online, deciding as each
+    Offline: density and gvt (the MEMAUDIT paper's density-only and grouped
+    value-threshold, stream order), density-global (global sort by value per
+    cost), gvt-geometric (geometric threshold schedule), gvt-upgrade (it may
+    exchange a group's stored representation), greedy (marginal gain per cost +
+    best single), fact-only / summary-only / recency-raw (the paper's simple
+    writers), random.  Online, deciding as each
     experience arrives: fifo (write while it fits), recency (keep the newest),
     kind:<k> (always write kind k, e.g. kind:fact).
     """
