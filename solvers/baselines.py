@@ -49,7 +49,7 @@ from collections import deque
 
 import numpy as np
 
-from .objective import budget_slack, evaluate, h_values, marginal_gains, rows_entries, standalone_values
+from .objective import budget_slack, evaluate, marginal_gains, rows_entries, standalone_values, unit_values
 from .problem import Problem
 from .result import Result, check_budget, make_result
 
@@ -82,8 +82,22 @@ def _lexmax(mask: np.ndarray, keys) -> np.ndarray:
     return pick
 
 
-def stream_passes(problem: Problem, budget: float, thresholds, rule: str) -> tuple[list[list[int]], np.ndarray]:
-    """One stream-order pass per threshold, all run side by side; the stores and their costs.
+def _group_entries(problem: Problem) -> list:
+    """Per group: its members and the coverage entries of each (row within the group, unit, a, h pieces)."""
+    def build():
+        cov, out = problem.coverage, []
+        for members in problem.group_members():
+            row_of, pos = rows_entries(cov.indptr, members)
+            units = cov.indices[pos]
+            out.append((members, row_of, units, cov.data[pos], problem.h_slopes[units][None],
+                        problem.h_intercepts[units][None], problem.weights[units], problem.costs[members],
+                        members.astype(float)))
+        return out
+    return problem.cached("group_entries", build)
+
+
+def stream_passes(problem: Problem, budget: float, thresholds, rule: str):
+    """One stream-order pass per threshold, all run side by side: their stores, costs and values.
 
     In each pass the groups arrive in index order; for each, among its candidates that fit the
     remaining budget and have marginal gain > :data:`GAIN_TOL` against the pass's store so far,
@@ -104,6 +118,8 @@ def stream_passes(problem: Problem, budget: float, thresholds, rule: str) -> tup
     -------
     stores : list of T lists of candidate indices (stream order)
     costs : ndarray, shape (T,)
+    values : ndarray, shape (T,)
+        ``F`` of each store, from the pass's coverage sums (:func:`solvers.objective.unit_values`).
     """
     tau = np.asarray(thresholds, dtype=float).reshape(-1)
     n_t = tau.size
@@ -111,36 +127,32 @@ def stream_passes(problem: Problem, budget: float, thresholds, rule: str) -> tup
     remaining = np.full(n_t, float(budget))
     slack = _slack(budget)
     stores: list[list[int]] = [[] for _ in range(n_t)]
-    cov = problem.coverage
-    for members in problem.group_members():
+    for members, row_of, units, data, slopes, inter, weights, costs, keys in _group_entries(problem):
         if members.size == 0:
             continue
-        row_of, pos = rows_entries(cov.indptr, members)
-        units, data = cov.indices[pos], cov.data[pos]
-        base = sums[:, units]                                               # (T, E)
-        slopes, inter = problem.h_slopes[units], problem.h_intercepts[units]  # (E, P)
-        after = np.min(slopes[None] * (base + data)[..., None] + inter[None], axis=2)
-        before = np.min(slopes[None] * base[..., None] + inter[None], axis=2)
-        per_entry = problem.weights[units] * (after - before)               # (T, E)
-        gains = np.zeros((n_t, members.size))
-        np.add.at(gains.T, row_of, per_entry.T)
-        costs = problem.costs[members]
-        ok = (costs[None] <= remaining[:, None] + slack) & (gains > GAIN_TOL)
-        dens = gains / costs[None]
+        base = sums[:, units][..., None]                                   # (T, E, 1)
+        after = np.min(slopes * (base + data[None, :, None]) + inter, axis=2)
+        before = np.min(slopes * base + inter, axis=2)
+        gains = np.zeros((members.size, n_t))
+        np.add.at(gains, row_of, (weights * (after - before)).T)
+        gains = gains.T                                                     # (T, C)
+        ok = (costs <= remaining[:, None] + slack) & (gains > GAIN_TOL)
+        dens = gains / costs
         if rule == "density":
-            pick = _lexmax(ok, (dens, gains, -costs, members.astype(float)))
+            pick = _lexmax(ok, (dens, gains, -costs, keys))
         else:
             ok &= dens + 1e-12 >= tau[:, None]
-            pick = _lexmax(ok, (gains, -costs, members.astype(float)))
+            pick = _lexmax(ok, (gains, -costs, keys))
         for t in np.flatnonzero(pick >= 0):
             j = int(pick[t])
             u = int(members[j])
             stores[t].append(u)
-            remaining[t] -= problem.costs[u]
+            remaining[t] -= costs[j]
             sel = row_of == j
             sums[t, units[sel]] += data[sel]
     spent = np.array([float(problem.costs[s].sum()) for s in stores])
-    return stores, spent
+    values = np.array([float(unit_values(problem, row).sum()) for row in sums])
+    return stores, spent, values
 
 
 def density(problem: Problem, budget: float, /) -> Result:
@@ -166,7 +178,7 @@ def density(problem: Problem, budget: float, /) -> Result:
     """
     started = time.perf_counter()
     budget = check_budget(budget)
-    stores, _ = stream_passes(problem, budget, [0.0], "density")
+    stores, _, _ = stream_passes(problem, budget, [0.0], "density")
     return make_result(problem, budget, method="density", settings={}, chosen=sorted(stores[0]),
                        status="heuristic", bound=float("inf"), started=started)
 
@@ -261,10 +273,9 @@ def gvt(problem: Problem, budget: float, /) -> Result:
     values = standalone_values(problem)
     fits = problem.costs <= budget + _slack(budget)
     grid = np.unique(np.concatenate([values[fits] / problem.costs[fits], [0.0]]))[::-1]
-    stores, spent = stream_passes(problem, budget, grid, "value")
+    stores, spent, values = stream_passes(problem, budget, grid, "value")
     best, best_value, best_cost = 0, -1.0, 0.0
-    for t, store in enumerate(stores):
-        value = evaluate(problem, store)
+    for t, value in enumerate(values.tolist()):
         if value > best_value + 1e-12 or (abs(value - best_value) <= 1e-12 and spent[t] < best_cost):
             best, best_value, best_cost = t, value, float(spent[t])
     return make_result(problem, budget, method="gvt", settings={}, chosen=sorted(stores[best]), status="heuristic",

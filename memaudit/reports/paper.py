@@ -131,25 +131,32 @@ def bootstrap_ci(values, *, n_resamples: int = 2000, seed: int = 0) -> tuple[flo
 class _Compiled:
     distribution: str
     seed: int
+    package: object
     problem: object
-    ablated: object
     validity: np.ndarray
     total_cost: float
-    full: Enumeration | None = None
-    none: Enumeration | None = None
+    enumeration: Enumeration
+    no_tombstone: np.ndarray   # mask of the stores without tombstone and compound_update candidates
+
+    def ablated_problem(self):
+        """The package without tombstone and compound_update candidates, compiled (for ``certify``)."""
+        from ..generators.ablate import ablate
+        from ..package import compile_package
+
+        return compile_package(ablate(self.package, DROPPED))
 
 
 def _compile(distribution: str, seed: int) -> _Compiled:
-    from ..generators.ablate import ablate
     from ..generators.paper import paper_package, total_candidate_cost
     from ..package import compile_package
 
     pkg = paper_package(distribution, seed)
-    compiled = compile_package(pkg)
-    ablated = compile_package(ablate(pkg, DROPPED))
+    problem = compile_package(pkg).problem
     validity = np.array([u.kind == "validity" for u in pkg.units], dtype=bool)
-    return _Compiled(distribution, seed, compiled.problem, ablated.problem, validity, total_candidate_cost(pkg),
-                     enumerate_stores(compiled.problem), enumerate_stores(ablated.problem))
+    enum = enumerate_stores(problem)
+    dropped = [i for i, c in enumerate(pkg.candidates) if c.kind in DROPPED]
+    return _Compiled(distribution, seed, pkg, problem, validity, total_candidate_cost(pkg), enum,
+                     enum.without(dropped))
 
 
 def _certified_opt(problem, budget: float):
@@ -178,15 +185,23 @@ class Enumeration:
     costs: np.ndarray
     values: np.ndarray
 
-    def best(self, budget: float) -> tuple[list[int], float]:
+    def without(self, candidates) -> np.ndarray:
+        """Mask of the stores that use none of ``candidates`` (indices)."""
+        bad = np.zeros(self.problem.n_candidates + 1, dtype=bool)
+        bad[np.asarray(candidates, dtype=np.int64)] = True
+        return ~bad[self.stores].any(axis=1)
+
+    def best(self, budget: float, allowed=None) -> tuple[list[int], float]:
         """An optimal store at ``budget`` (largest value, then lowest cost, then first) and its value.
 
-        The value returned is :func:`solvers.objective.evaluate` of that store, checked against
-        the enumeration's own sum.
+        ``allowed`` (mask over the stores, see :meth:`without`) restricts the search.  The value
+        returned is :func:`solvers.objective.evaluate` of that store, checked against the
+        enumeration's own sum.
         """
         from solvers.objective import budget_slack, evaluate
 
-        ok = np.flatnonzero(self.costs <= budget + budget_slack(budget))
+        fits = self.costs <= budget + budget_slack(budget)
+        ok = np.flatnonzero(fits if allowed is None else fits & allowed)
         top = np.max(self.values[ok])
         tied = ok[self.values[ok] >= top - 1e-12]
         j = int(tied[np.argmin(self.costs[tied])])
@@ -200,33 +215,46 @@ class Enumeration:
 def enumerate_stores(problem, *, max_stores: int = MAX_STORES) -> Enumeration:
     """Enumerate every store of ``problem`` at once (numpy), for exact OPTs at many budgets.
 
-    The objective of every store is ``sum_r w_r h_r(s_r)`` with h from
-    :func:`solvers.objective.h_values`; :meth:`Enumeration.best` re-evaluates the store it returns.
+    Stores are built group by group (each group: none, or one of its candidates), carrying
+    their coverage sums and costs.  The objective of every store is ``sum_r w_r h_r(s_r)`` with
+    h stated as in :func:`solvers.objective.h_values`; :meth:`Enumeration.best` re-evaluates the
+    store it returns with :func:`solvers.objective.evaluate`.
 
     Raises
     ------
     PaperReportError
         When the problem has more than ``max_stores`` stores.
-    """
-    from solvers.objective import h_values
 
+    Examples
+    --------
+    >>> from solvers.problem import Problem
+    >>> e = enumerate_stores(Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [0, 1], [0.5, 0.5]], [1.0, 2.0]))
+    >>> e.stores.shape, e.best(4)
+    ((6, 2), ([1, 2], 2.5))
+    """
     members = problem.group_members()
     n = 1
     for m in members:
         n *= m.size + 1
     if n > max_stores:
         raise PaperReportError(f"enumeration would visit {n} stores (more than {max_stores}); use bnb")
-    options = [np.concatenate([[-1], m]).astype(np.int64) for m in members]
-    grids = np.meshgrid(*options, indexing="ij")
-    stores = np.stack([g.reshape(-1) for g in grids], axis=1)
-    dense = np.vstack([problem.coverage.toarray(), np.zeros((1, problem.n_units))])
-    cost_ext = np.concatenate([problem.costs, [0.0]])
-    sums = dense[stores].sum(axis=1)                                  # (n_stores, n_units)
-    costs = cost_ext[stores].sum(axis=1)
-    units = np.tile(np.arange(problem.n_units), stores.shape[0])
-    h = h_values(problem, units, sums.reshape(-1)).reshape(sums.shape)
-    values = (h * problem.weights).sum(axis=1)
-    return Enumeration(problem, stores, costs, values)
+    dense = problem.coverage.toarray()
+    stores = np.zeros((1, 0), dtype=np.int64)
+    sums = np.zeros((1, problem.n_units))
+    costs = np.zeros(1)
+    for m in members:
+        k = m.size + 1
+        opt_sums = np.vstack([np.zeros((1, problem.n_units)), dense[m]])          # (k, U)
+        opt_costs = np.concatenate([[0.0], problem.costs[m]])
+        opt_ids = np.concatenate([[-1], m]).astype(np.int64)
+        sums = (sums[:, None, :] + opt_sums[None]).reshape(-1, problem.n_units)
+        costs = (costs[:, None] + opt_costs[None]).reshape(-1)
+        stores = np.hstack([np.repeat(stores, k, axis=0), np.tile(opt_ids, stores.shape[0])[:, None]])
+    # h_r(s) = min_k (slope_rk s + intercept_rk), as solvers.objective.h_values states it, for all stores at once
+    h = sums * problem.h_slopes[:, 0] + problem.h_intercepts[:, 0]
+    for p in range(1, problem.h_slopes.shape[1]):
+        np.minimum(h, sums * problem.h_slopes[:, p] + problem.h_intercepts[:, p], out=h)
+    return Enumeration(problem, stores, costs, h @ problem.weights)
 
 
 @dataclass
@@ -298,17 +326,17 @@ def _solve_row(c: _Compiled, budget: int, methods, *, certify: bool) -> dict:
 
     With ``certify`` bnb and HiGHS must also both prove each OPT and agree with the enumeration.
     """
-    full, value = c.full.best(budget)
-    ab_store, ab_value = c.none.best(budget)
+    full, value = c.enumeration.best(budget)
+    ab_store, ab_value = c.enumeration.best(budget, c.no_tombstone)
     if certify:
-        for problem, want, what in ((c.problem, value, ""), (c.ablated, ab_value, " without tombstones")):
+        for problem, want, what in ((c.problem, value, ""), (c.ablated_problem(), ab_value, " without tombstones")):
             a, b, cert = _certified_opt(problem, budget)
             if not cert.certified or abs(cert.value - want) > 1e-6 * max(1.0, want):
                 raise PaperReportError(f"{c.distribution} seed {c.seed} at budget {budget}{what}: OPT not certified "
                                        f"(enumeration {want:.10g}): " + "; ".join(cert.reasons or ["values differ"]))
     ratio, inval = _ratios(c.problem, budget, value, c.validity, methods)
     ratio[NO_TOMBSTONE] = ab_value / value if value > 0 else 1.0
-    inval[NO_TOMBSTONE] = invalidation_covered(c.ablated, ab_store, c.validity)
+    inval[NO_TOMBSTONE] = invalidation_covered(c.problem, ab_store, c.validity)
     inval["OPT"] = invalidation_covered(c.problem, full, c.validity)
     return {"distribution": c.distribution, "seed": c.seed, "budget": budget, "opt": value,
             "no_tombstone_opt": ab_value, "ratio": ratio, "invalidation": inval}
@@ -384,7 +412,7 @@ def run_paper(*, n_seeds: int = 500, audit_seeds: int = 100, fracs=FRACS, stress
                 c = pool[d, s]
                 for f, b in zip(fracs, report.audit_budgets):
                     a, h, cert = _certified_opt(c.problem, b)
-                    _, enum_value = c.full.best(b)
+                    _, enum_value = c.enumeration.best(b)
                     reasons = list(cert.reasons)
                     if abs(enum_value - a.value) > 1e-6 * max(1.0, enum_value):
                         reasons.append(f"exhaustive enumeration gives {enum_value:.10g}, bnb {a.value:.10g}")
