@@ -342,6 +342,18 @@ def gvt_geometric(problem: Problem, budget: float, /, *, eps: float = 0.1, floor
         tau, last = d, floor * d
         while True:
             thresholds += 1
+            if not upgrade:
+                # gains only shrink as the store grows and the budget left only falls, so a pass in which
+                # no candidate is admissible at its start stores nothing; when nothing fits, no later one does
+                open_ = np.flatnonzero((held[problem.groups] < 0) & (problem.costs <= remaining + _slack(budget)))
+                if open_.size == 0:
+                    break
+                start_gains = marginal_gains(problem, sums, open_)
+                if not np.any((start_gains > 0) & (start_gains >= tau * problem.costs[open_] * (1 - 1e-12))):
+                    if tau <= last:
+                        break
+                    tau = max(tau * (1 - eps), last)
+                    continue
             for g in range(problem.n_groups):
                 if held[g] >= 0:
                     if upgrade:
