@@ -15,7 +15,7 @@ from .bruteforce import brute_force
 from .greedy import greedy
 from .milp import BACKENDS
 
-__all__ = ["METHODS", "EXACT_METHODS", "BASELINES", "ONLINE_METHODS", "BACKENDS", "get_method", "run_method",
+__all__ = ["METHODS", "EXACT_METHODS", "BASELINES", "ONLINE_METHODS", "NEEDS_KINDS", "BACKENDS", "get_method", "run_method",
            "method_names"]
 
 #: methods that prove optimality when they finish
@@ -27,6 +27,9 @@ BASELINES = {"density": density, "density-global": density_global, "greedy": gre
              "fact-only": functools.partial(kind_greedy, kind="fact"),
              "summary-only": functools.partial(kind_greedy, kind="summary"),
              "recency-raw": recency_raw, "random": random_store}
+
+#: the methods that read candidate kinds (``problem.kinds``) and refuse a problem without them, besides ``kind:<k>``
+NEEDS_KINDS = ("fact-only", "summary-only", "recency-raw")
 
 #: writers that decide as each experience arrives (status ``heuristic``); plus ``kind:<k>``
 ONLINE_METHODS = {"fifo": fifo, "recency": recency}
