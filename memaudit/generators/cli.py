@@ -29,11 +29,23 @@ def _write_or_print(pkg, output) -> None:
                f"({pkg.cost_model})", err=True)
 
 
-def _common(f):
-    f = click.option("--id", "package_id", default=None, metavar="ID",
-                     help="Package id. Default: <family>-s<seed>.")(f)
+def _budget_write_options(f):
+    f = click.option("--budget-frac", "budget_frac", type=click.FloatRange(min=0), default=None, metavar="F",
+                     help="Write budget = F x the stream cost (storing every experience verbatim) into the package.")(f)
+    f = click.option("--budget", type=click.FloatRange(min=0), default=None, metavar="B",
+                     help="Write this budget (in the package's cost unit) into the package. Default: none.")(f)
+    return f
+
+
+def _output_options(f, default_id: str = "<family>-s<seed>"):
+    f = click.option("--id", "package_id", default=None, metavar="ID", help=f"Package id. Default: {default_id}.")(f)
     f = click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, metavar="FILE",
                      help="Write the package to FILE (atomically). Default: print the JSON on stdout.")(f)
+    return _budget_write_options(f)
+
+
+def _common(f):
+    f = _output_options(f)
     f = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generator.")(f)
     return f
 
@@ -46,10 +58,13 @@ def generate():
 def _synthetic_command(family: str, defaults, doc: str):
     from ..costs import COST_MODELS
 
-    def run(seed, output, package_id, **params):
+    def run(seed, output, package_id, budget, budget_frac, **params):
+        from ..clitools import check_budget_flags
         from . import generate as gen
 
-        _write_or_print(gen(family, seed, package_id=package_id, **params), output)
+        check_budget_flags(budget, budget_frac)
+        _write_or_print(gen(family, seed, package_id=package_id, budget=budget, budget_frac=budget_frac, **params),
+                        output)
 
     run.__doc__ = doc
     cmd = run
@@ -101,13 +116,51 @@ _register_synthetic()
               help="Exchanges per day (the seed has 12).")
 @click.option("--cost-model", type=click.Choice(["words", "chars", "bytes", "tokens"]), default="tokens",
               show_default=True, help="Cost model of the candidate texts.")
-def natural(seed, output, package_id, filler, filler_lines, exchanges_per_session, cost_model):
+def natural(seed, output, package_id, budget, budget_frac, filler, filler_lines, exchanges_per_session, cost_model):
     """The 30-session, 15-fact scenario of seed 001 (8 updated, 2 deleted on request) as a package."""
+    from ..clitools import check_budget_flags
     from . import generate as gen
 
-    pkg = gen("natural", seed, package_id=package_id, filler=filler, filler_lines=filler_lines,
-              exchanges_per_session=exchanges_per_session, cost_model=cost_model)
+    check_budget_flags(budget, budget_frac)
+    pkg = gen("natural", seed, package_id=package_id, budget=budget, budget_frac=budget_frac, filler=filler,
+              filler_lines=filler_lines, exchanges_per_session=exchanges_per_session, cost_model=cost_model)
     _write_or_print(pkg, output)
+
+
+@generate.command(name="paper-small")
+@_common
+def paper_small_command(seed, output, package_id, budget, budget_frac):
+    """MemAudit-Small, the MEMAUDIT paper's base package for one seed (arXiv 2605.02199).
+
+    7 experiences (three facts, then two preferences: old statement and update), 25
+    candidates with the paper's integer costs, 11 units; weights drawn from
+    random.Random(SEED) in the paper's order.  See memaudit/generators/paper.py.
+    """
+    from ..clitools import check_budget_flags
+    from . import generate as gen
+
+    check_budget_flags(budget, budget_frac)
+    _write_or_print(gen("paper-small", seed, package_id=package_id, budget=budget, budget_frac=budget_frac), output)
+
+
+def _paper_fixed(family: str, doc: str):
+    def run(output, package_id, budget, budget_frac):
+        from ..clitools import check_budget_flags
+        from . import generate as gen
+
+        check_budget_flags(budget, budget_frac)
+        _write_or_print(gen(family, 0, package_id=package_id, budget=budget, budget_frac=budget_frac), output)
+
+    run.__doc__ = doc
+    return generate.command(name=family)(_output_options(run, default_id=family))
+
+
+_paper_fixed("paper-update-chain", "The MEMAUDIT paper's update-chain stress package (deterministic: no seed).\n\n"
+             "Version 0, then three corrections, each with raw, fact, tombstone, compound_update and summary\n"
+             "candidates: 4 experiences, 18 candidates, total candidate cost 51.")
+_paper_fixed("paper-temporal-interval", "The MEMAUDIT paper's temporal-interval stress package (deterministic: no "
+             "seed).\n\nFive intervals (label fact, interval fact, coarse summary, raw), then two closures of open\n"
+             "intervals: 7 experiences, 30 candidates, total candidate cost 88.")
 
 
 @click.command(name="ablate")
@@ -161,19 +214,20 @@ COMMANDS.extend([generate, ablate_command, report])
 @click.option("--root", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Directory holding the set directories. Default: packages_data/ of this checkout.")
 @click.option("--methods", default=None, metavar="M1,M2,...",
-              help="Methods to compare with OPT. Default: density, greedy, gvt, random, fifo, recency, "
-                   "kind:raw, kind:fact, kind:update, kind:compound_update.")
+              help="Methods to compare with OPT. Default: density, density-global, greedy, gvt, gvt-geometric, "
+                   "random, fifo, recency, kind:raw, kind:fact, kind:update, kind:compound_update.")
 @click.option("--resolve", is_flag=True,
               help="Recompute OPT and the ablated OPT with bnb instead of reading the certified manifest values.")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows and aggregates as one JSON document.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Also write the per-package rows as CSV to FILE.")
 def findings(sets, root, methods, resolve, as_json, output):
-    """The paper's findings on the shipped sets: baselines vs certified OPT, and the ablation.
+    """The MEMAUDIT paper's findings on our shipped sets: baselines vs certified OPT, and the ablation.
 
     Prints (a) the ratio to OPT (mean, min, n) and the share of validity units' weight
     preserved, per set, budget and method; (b) OPT without tombstone and compound_update
-    candidates as a share of full OPT; then ours beside the paper's figures.
+    candidates as a share of full OPT; then ours beside the paper's figures (which the
+    paper measured on its own packages: `memaudit report paper` reruns that protocol).
     """
     from ..findings import DEFAULT_METHODS, compute_findings, format_findings
     from ..clitools import progress_printer
