@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memaudit.generators import GENERATOR_VERSION, generate
+from memaudit.generators import DEFAULT_BUDGET_FRAC, GENERATOR_VERSION, generate
 from memaudit.generators.ablate import ablate
 from memaudit.generators.datasets import (ABLATION_KINDS, BUDGET_FRACS, SETS, ManifestError, load_manifest,
                                           set_specs)
@@ -78,10 +78,53 @@ def test_manifest_entry_matches_its_file(name, entry):
         return
     # shipped generated files never change unless the generator version does
     assert entry["generator_version"] == GENERATOR_VERSION
-    again = generate(entry["generator"], entry["seed"], **entry["params"])
+    again = generate(entry["generator"], entry["seed"], budget_frac=DEFAULT_BUDGET_FRAC, **entry["params"])
     text = json.dumps(package_to_dict(again), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     assert path.read_bytes() == text.encode("utf-8")
     assert pkg.meta["params"] == entry["params"]
+
+
+# -- every shipped package carries its default budget, and `memaudit solve PACKAGE` certifies with no flag --
+
+SHIPPED = [(DATA / name / e["file"], e) for name, e in ENTRIES] + [(DATA / "examples" / "quickstart.json", None)]
+
+
+def test_every_shipped_package_has_the_documented_default_budget():
+    assert len(SHIPPED) >= 54
+    for path, _ in SHIPPED:
+        pkg = load_package(path)
+        assert pkg.budget is not None, f"{path} has no budget"
+        assert pkg.budget == pytest.approx(DEFAULT_BUDGET_FRAC * stream_cost(pkg), rel=1e-12), path
+    for name in SETS:
+        assert load_manifest(DATA / name)["default_budget_frac"] == DEFAULT_BUDGET_FRAC
+
+
+def _solve_without_flags(path):
+    from click.testing import CliRunner
+
+    from memaudit.cli import main
+    r = CliRunner().invoke(main, ["solve", str(path)])
+    assert r.exit_code == 0, (path, r.output)
+    assert "status: certified" in r.output, (path, r.output)
+
+
+def _quick_default(entry) -> bool:
+    return entry is None or all(r["methods"]["bnb"]["wall_time"] < 0.2 for r in entry["results"]
+                                if r["budget_frac"] == DEFAULT_BUDGET_FRAC)
+
+
+QUICK_DEFAULT = [(p, e) for p, e in SHIPPED if _quick_default(e)]
+
+
+@pytest.mark.parametrize("path,entry", QUICK_DEFAULT, ids=[p.name for p, _ in QUICK_DEFAULT])
+def test_solve_with_no_flags_certifies_a_quick_shipped_package(path, entry):
+    _solve_without_flags(path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path,entry", SHIPPED, ids=[p.name for p, _ in SHIPPED])
+def test_solve_with_no_flags_certifies_every_shipped_package(path, entry):
+    _solve_without_flags(path)
 
 
 def _check_store(pkg, result):
