@@ -322,6 +322,10 @@ def test_baseline_ratios_script_prints_one_row_per_method():
                           "--methods", "density,gvt"], capture_output=True, text=True, check=True).stdout
     rows = [ln for ln in out.splitlines() if ln.startswith("| density") or ln.startswith("| gvt")]
     assert len(rows) == 2
+    paper = subprocess.run([sys.executable, str(script), "--sizes", "8", "--seeds", "2", "--fracs", "0.05",
+                            "--methods", "density", "--budget-rule", "paper"], capture_output=True, text=True,
+                           check=True).stdout
+    assert "paper's budget rule: f=0.05: B=" in paper
     for row in rows:
         mean, low = (float(x) for x in row.split("|")[2].split("/"))
         assert 0 <= low <= mean <= 1

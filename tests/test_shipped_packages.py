@@ -204,13 +204,14 @@ def test_build_set_refuses_to_rewrite_a_file_under_the_same_generator_version(ti
     path.write_bytes(path.read_bytes().replace(b'"text": "', b'"text": " ', 1))  # a hand edit
     before = _snapshot(root / "small")
     with pytest.raises(ManifestError, match=r"small-s1.json: the generator now writes other bytes for it under the "
-                                            r"same generator version '1'; bump memaudit.generators.GENERATOR_VERSION"):
+                                            rf"same generator version '{GENERATOR_VERSION}'; bump memaudit.generators.GENERATOR_VERSION"):
         build_set("small", root)
     assert _snapshot(root / "small") == before
     build_set("small", root, allow_rewrite=True)
     after = load_manifest(root / "small")
     assert package_sha256(path) == next(p["sha256"] for p in after["packages"] if p["file"] == path.name)
-    assert path.read_bytes() == (json.dumps(package_to_dict(generate("small", 1, chatter=0)), indent=2,
+    assert path.read_bytes() == (json.dumps(package_to_dict(generate("small", 1, budget_frac=DEFAULT_BUDGET_FRAC,
+                                                                     chatter=0)), indent=2,
                                             ensure_ascii=False) + "\n").encode()
 
 
@@ -222,11 +223,12 @@ def test_build_set_rewrites_files_when_the_generator_version_changes(tiny_set, m
     before = _snapshot(root / "small")
     assert build_set("small", root)["packages"] == load_manifest(root / "small")["packages"]
     assert _snapshot(root / "small") == before  # nothing changed: nothing rewritten, entries reused
-    monkeypatch.setattr(generators, "GENERATOR_VERSION", "2")
+    new = GENERATOR_VERSION + "-next"
+    monkeypatch.setattr(generators, "GENERATOR_VERSION", new)
     manifest = build_set("small", root)
-    assert manifest["generator_version"] == "2"
-    assert all(p["generator_version"] == "2" for p in manifest["packages"])
-    assert load_package(root / "small" / "small-s0.json").meta["generator_version"] == "2"
+    assert manifest["generator_version"] == new
+    assert all(p["generator_version"] == new for p in manifest["packages"])
+    assert load_package(root / "small" / "small-s0.json").meta["generator_version"] == new
 
 
 def test_build_set_writes_nothing_when_a_certification_fails(tiny_set, monkeypatch):
@@ -235,7 +237,7 @@ def test_build_set_writes_nothing_when_a_certification_fails(tiny_set, monkeypat
 
     root, _ = tiny_set
     before = _snapshot(root / "small")
-    monkeypatch.setattr(generators, "GENERATOR_VERSION", "2")
+    monkeypatch.setattr(generators, "GENERATOR_VERSION", GENERATOR_VERSION + "-next")
     real = datasets.certify_at
 
     def certify_at(pkg, frac, **kw):
