@@ -32,7 +32,8 @@ from ..errors import MemauditError
 
 __all__ = ["PAPER", "BASE_METHODS", "STRESS_METHODS", "DISTRIBUTIONS", "FRACS", "PaperReport", "PaperReportError",
            "paper_budgets", "stream_budgets", "invalidation_covered", "bootstrap_ci", "run_paper", "format_paper",
-           "plot_paper", "paper_json"]
+           "plot_paper", "figure_ratio_vs_budget", "figure_stress", "paper_json", "enumerate_stores", "Enumeration",
+           "write_rows"]
 
 #: the budget fractions of the base sweep and the audit
 FRACS = (0.02, 0.05, 0.10, 0.20)
@@ -524,8 +525,64 @@ def format_paper(report: PaperReport) -> str:
     return "\n".join(lines)
 
 
+def figure_ratio_vs_budget(report: PaperReport):
+    """Figure 1: mean ratio to OPT against the budget, bootstrap 95 % bands, the paper's figures as stars."""
+    import matplotlib.pyplot as plt
+
+    base, ci = report.base(), report.base_intervals()
+    xs = report.budgets
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    markers = {"density": "o", "gvt": "s", "density-global": "v", "gvt-geometric": "D", "greedy": "^",
+               NO_TOMBSTONE: "x"}
+    styles = {"density-global": "--", "gvt-geometric": "--", "greedy": ":"}
+    for m in (*BASE_METHODS, NO_TOMBSTONE):
+        ys = [base[str(b)][m] for b in xs]
+        lo = [ci[str(b)][m][0] for b in xs]
+        hi = [ci[str(b)][m][1] for b in xs]
+        line, = ax.plot(xs, ys, marker=markers[m], linestyle=styles.get(m, "-"),
+                        label="OPT without tombstones" if m == NO_TOMBSTONE else m)
+        ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.2)
+    for key, v in PAPER["base"].items():
+        for y in v.values():
+            ax.plot([int(key)], [y], marker="*", color="black", markersize=10, linestyle="none")
+    ax.plot([], [], marker="*", color="black", linestyle="none", label="the paper's figure")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs, [str(b) for b in xs])
+    ax.set_xlabel("budget B")
+    ax.set_ylabel("ratio to exact OPT")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"MemAudit-Small, {report.n_seeds} seeds (bands: bootstrap 95 %)")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def figure_stress(report: PaperReport):
+    """Figure 2: the B = 6 heat-map (gvt, density, OPT without tombstones x the three distributions)."""
+    import matplotlib.pyplot as plt
+
+    stress = report.stress()
+    methods = ("gvt", "density", NO_TOMBSTONE)
+    grid = np.array([[stress[d][m] for d in DISTRIBUTIONS] for m in methods])
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    ax.set_xticks(range(len(DISTRIBUTIONS)), DISTRIBUTIONS)
+    ax.set_yticks(range(len(methods)), ["gvt", "density", "OPT w/o tombstones"])
+    for i, m in enumerate(methods):
+        for j, d in enumerate(DISTRIBUTIONS):
+            paper = PAPER["stress_b6"][d].get(m)
+            text = f"{grid[i, j]:.3f}" + (f"\n(paper {paper:.3f})" if paper is not None else "")
+            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="black" if grid[i, j] > 0.6 else "white")
+    fig.colorbar(im, ax=ax, label="ratio to OPT")
+    ax.set_title("stress heat-map at B = 6")
+    fig.tight_layout()
+    return fig
+
+
 def plot_paper(report: PaperReport, directory) -> list[Path]:
-    """Write the two figures as PNG: ratio vs budget with 95 % bands, and the B = 6 heat-map."""
+    """Write the two figures as PNG (``ratio_vs_budget.png``, ``stress_heatmap_b6.png``) to ``directory``."""
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -535,53 +592,12 @@ def plot_paper(report: PaperReport, directory) -> list[Path]:
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    base, ci = report.base(), report.base_intervals()
-    xs = report.budgets
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    markers = {"density": "o", "gvt": "s", "density-global": "v", "gvt-geometric": "D", "greedy": "^",
-               NO_TOMBSTONE: "x"}
-    for m in (*BASE_METHODS, NO_TOMBSTONE):
-        ys = [base[str(b)][m] for b in xs]
-        lo = [ci[str(b)][m][0] for b in xs]
-        hi = [ci[str(b)][m][1] for b in xs]
-        line, = ax.plot(xs, ys, marker=markers[m], label="OPT without tombstones" if m == NO_TOMBSTONE else m)
-        ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.2)
-    for key, v in PAPER["base"].items():
-        for m, y in v.items():
-            ax.plot([int(key)], [y], marker="*", color="black", markersize=9, linestyle="none")
-    ax.plot([], [], marker="*", color="black", linestyle="none", label="paper's figure")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(xs, [str(b) for b in xs])
-    ax.set_xlabel("budget B")
-    ax.set_ylabel("ratio to certified OPT")
-    ax.set_ylim(0, 1.05)
-    ax.set_title(f"MemAudit-Small, {report.n_seeds} seeds (bands: bootstrap 95 %)")
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
-    fig.tight_layout()
     paths = []
-    for name, figure in (("ratio_vs_budget.png", fig), ("stress_heatmap_b6.png", None)):
-        if figure is None:
-            stress = report.stress()
-            methods = ("gvt", "density", NO_TOMBSTONE)
-            grid = np.array([[stress[d][m] for d in DISTRIBUTIONS] for m in methods])
-            figure, ax2 = plt.subplots(figsize=(6, 3.2))
-            im = ax2.imshow(grid, vmin=0, vmax=1, cmap="viridis")
-            ax2.set_xticks(range(len(DISTRIBUTIONS)), DISTRIBUTIONS)
-            ax2.set_yticks(range(len(methods)), ["gvt", "density", "OPT w/o tombstones"])
-            for i in range(len(methods)):
-                for j, d in enumerate(DISTRIBUTIONS):
-                    paper = PAPER["stress_b6"][d].get(methods[i])
-                    text = f"{grid[i, j]:.3f}" + (f"\n(paper {paper:.3f})" if paper is not None else "")
-                    ax2.text(j, i, text, ha="center", va="center", fontsize=8,
-                             color="black" if grid[i, j] > 0.6 else "white")
-            figure.colorbar(im, ax=ax2, label="ratio to OPT")
-            ax2.set_title("stress heat-map at B = 6")
-            figure.tight_layout()
-        import io
-
+    for name, make in (("ratio_vs_budget.png", figure_ratio_vs_budget), ("stress_heatmap_b6.png", figure_stress)):
+        fig = make(report)
         buf = io.BytesIO()
-        figure.savefig(buf, format="png", dpi=120)
-        plt.close(figure)
+        fig.savefig(buf, format="png", dpi=120)
+        plt.close(fig)
         atomic_write(out / name, buf.getvalue())
         paths.append(out / name)
     return paths
