@@ -206,7 +206,7 @@ def test_natural_filler_weight_is_close_to_the_seed():
     ("small", {"max_updates": 12}, "parameter max_updates must be an integer in [0, 9]; got 12"),
     ("small", {"min_updates": 3, "max_updates": 1}, "min_updates (3) must be <= max_updates (1)"),
     ("validity", {"restate_prob": 1.5}, "parameter restate_prob must be a probability in [0, 1]; got 1.5"),
-    ("small", {"cost_model": "lines"}, "parameter cost_model must be one of words, chars, bytes, tokens"),
+    ("small", {"cost_model": "lines"}, "parameter cost_model must be one of words, chars, bytes, tokens, byte-overhead"),
     ("small", {"procedures": 4}, "parameter procedures must be an integer in [0, 3]; got 4"),
     ("small", {"colour": 1}, "unknown parameter 'colour'"),
     ("natural", {"filler_lines": -1}, "parameter filler_lines must be an integer in [0, 1000]; got -1"),
