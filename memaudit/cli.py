@@ -489,16 +489,24 @@ def _plot_ratios(rows, path, title) -> None:
               show_default=True, help="Cost model of the package.")
 @click.option("-o", "--output", type=click.Path(), default=None, metavar="PACKAGE.json",
               help="Write the package here (default: print it).")
-def density_trap_command(k, topics, cost_model, output):
+@click.option("--budget", type=click.FloatRange(min=0), default=None, metavar="B",
+              help="Write this budget instead of the construction's (the cost of the compound updates).")
+@click.option("--budget-frac", "budget_frac", type=click.FloatRange(min=0), default=None, metavar="F",
+              help="Write budget = F x the stream cost instead of the construction's.")
+def density_trap_command(k, topics, cost_model, output, budget, budget_frac):
     """A package where density-only selection keeps about 1/K of OPT.
 
     Each topic is one experience that moves an attribute to a new value and retires
     K - 1 old ones.  Its fact is the densest candidate, so density stores it and the
     experience's one slot is gone: the compound update (OPT) can never follow.
-    Density's ratio is 1 / (1 + w (K - 1)), w = 0.9 with words.  See
+    Density's ratio is 1 / (1 + w (K - 1)), w = 0.9 with words, at the package's own
+    budget (the compound updates' cost; --budget / --budget-frac write another).  See
     memaudit/generators/density_trap.py for the construction.
     """
-    pkg = density_trap(k, topics=topics, cost_model=cost_model)
+    from .generators import with_budget
+
+    check_budget_flags(budget, budget_frac)
+    pkg = with_budget(density_trap(k, topics=topics, cost_model=cost_model), budget=budget, budget_frac=budget_frac)
     if output is None:
         click.echo(json.dumps(package_to_dict(pkg), indent=2, ensure_ascii=False, allow_nan=False))
     else:
