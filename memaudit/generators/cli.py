@@ -274,8 +274,10 @@ def findings(sets, root, methods, resolve, as_json, output):
               help="Write ratio_vs_budget.png and stress_heatmap_b6.png to DIR.")
 @click.option("--rows", "rows_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Also write every per-seed row (base, stress, audit) as JSON to FILE.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Worker processes (the numbers do not depend on it). Default: the usable CPUs, at most 4.")
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr even when it is not a terminal.")
-def paper_command(n_seeds, audit_seeds, no_audit, certify, as_json, plot_dir, rows_path, verbose):
+def paper_command(n_seeds, audit_seeds, no_audit, certify, as_json, plot_dir, rows_path, jobs, verbose):
     """The MEMAUDIT paper's experiments on its own packages, each number beside the published one.
 
     \b
@@ -293,10 +295,10 @@ def paper_command(n_seeds, audit_seeds, no_audit, certify, as_json, plot_dir, ro
     row with both.  A disagreement stops the report (exit 1).
     """
     from ..clitools import progress_printer
-    from ..reports.paper import format_paper, paper_json, plot_paper, run_paper, write_rows
+    from ..reports.paper import default_jobs, format_paper, paper_json, plot_paper, run_paper, write_rows
 
     rep = run_paper(n_seeds=n_seeds, audit_seeds=audit_seeds, audit=not no_audit, certify=certify,
-                    progress=progress_printer(verbose))
+                    jobs=jobs or default_jobs(), progress=progress_printer(verbose))
     if rows_path is not None:
         write_rows(rep, rows_path)
     if plot_dir is not None:

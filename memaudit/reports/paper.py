@@ -33,7 +33,7 @@ from ..errors import MemauditError
 __all__ = ["PAPER", "BASE_METHODS", "STRESS_METHODS", "DISTRIBUTIONS", "FRACS", "PaperReport", "PaperReportError",
            "paper_budgets", "stream_budgets", "invalidation_covered", "bootstrap_ci", "run_paper", "format_paper",
            "plot_paper", "figure_ratio_vs_budget", "figure_stress", "paper_json", "enumerate_stores", "Enumeration",
-           "write_rows"]
+           "write_rows", "default_jobs"]
 
 #: the budget fractions of the base sweep and the audit
 FRACS = (0.02, 0.05, 0.10, 0.20)
@@ -367,8 +367,66 @@ def _check_count(name: str, n) -> int:
     return n
 
 
+def _base_chunk(args) -> tuple[list, list]:
+    """Base and stress rows for some seeds (run in a worker process when ``jobs > 1``)."""
+    seeds, budgets, stress_budget, certify = args
+    base, stress = [], []
+    for s in seeds:
+        c = _compile("base", s)
+        base.extend(_solve_row(c, b, BASE_METHODS, certify=certify) for b in budgets)
+        stress.append(_solve_row(c, stress_budget, STRESS_METHODS, certify=certify))
+    return base, stress
+
+
+def _audit_row(d, s, f, b, a, h, cert, enum_value) -> dict:
+    reasons = list(cert.reasons)
+    if abs(enum_value - a.value) > 1e-6 * max(1.0, enum_value):
+        reasons.append(f"exhaustive enumeration gives {enum_value:.10g}, bnb {a.value:.10g}")
+    return {"distribution": d, "seed": s, "budget_frac": float(f), "budget": b, "bnb": a.value, BACKEND: h.value,
+            "enumeration": enum_value, "agree": cert.certified, "enumeration_agrees": len(reasons) == len(cert.reasons),
+            "abs_diff": abs(a.value - h.value), "reasons": reasons}
+
+
+def _audit_chunk(args) -> list:
+    """Audit rows of the base distribution for some seeds (bnb, HiGHS and the enumeration)."""
+    seeds, fracs, budgets = args
+    rows = []
+    for s in seeds:
+        c = _compile("base", s)
+        for f, b in zip(fracs, budgets):
+            rows.append(_audit_row("base", s, f, b, *_certified_opt(c.problem, b), c.enumeration.best(b)[1]))
+    return rows
+
+
+def _map(fn, chunks, jobs: int):
+    """``[fn(c) for c in chunks]``, in ``jobs`` forked worker processes when jobs > 1."""
+    import multiprocessing as mp
+
+    if jobs <= 1 or len(chunks) <= 1 or "fork" not in mp.get_all_start_methods():
+        return [fn(c) for c in chunks]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork")) as ex:
+        return list(ex.map(fn, chunks))
+
+
+def _chunks(items, n: int) -> list:
+    n = max(1, min(n, len(items)))
+    return [items[k::n] for k in range(n)]
+
+
+def default_jobs() -> int:
+    """Worker processes for :func:`run_paper`: the CPUs this process may use, at most 4."""
+    import os
+
+    try:
+        return max(1, min(4, len(os.sched_getaffinity(0))))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(1, min(4, os.cpu_count() or 1))
+
+
 def run_paper(*, n_seeds: int = 500, audit_seeds: int = 100, fracs=FRACS, stress_budget: int = 6,
-              audit: bool = True, certify: bool = False, progress=None) -> PaperReport:
+              audit: bool = True, certify: bool = False, jobs: int = 1, progress=None) -> PaperReport:
     """Run the paper's experiments (base sweep, stress heat-map, certification audit).
 
     Parameters
@@ -386,64 +444,59 @@ def run_paper(*, n_seeds: int = 500, audit_seeds: int = 100, fracs=FRACS, stress
     certify : bool
         Also certify every base and stress OPT with bnb and HiGHS (slow: minutes), besides the
         exhaustive enumeration that computes it.
+    jobs : int
+        Worker processes (forked; the rows do not depend on it).
 
     Raises
     ------
     PaperReportError
         Bad sizes, or an OPT that bnb and HiGHS do not certify.
     """
+    from ..generators.paper import paper_small, total_candidate_cost
+
     _check_count("n_seeds", n_seeds)
     _check_count("audit_seeds", audit_seeds)
+    _check_count("jobs", jobs)
     say = progress or (lambda line: None)
     seconds = {}
     started = time.perf_counter()
-    base = [_compile("base", s) for s in range(n_seeds)]
-    mean_cost = float(np.mean([c.total_cost for c in base]))
+    costs = {s: total_candidate_cost(paper_small(s)) for s in range(max(n_seeds, audit_seeds if audit else 0))}
+    mean_cost = float(np.mean([costs[s] for s in range(n_seeds)]))
     budgets = paper_budgets(mean_cost, fracs)
     report = PaperReport(n_seeds=n_seeds, audit_seeds=audit_seeds, budgets=budgets, mean_total_cost=mean_cost,
                          certified_all=certify)
-    say(f"base: {n_seeds} seeds, mean total candidate cost {mean_cost:.3f}, budgets {budgets}")
-    for c in base:
-        for b in budgets:
-            report.base_rows.append(_solve_row(c, b, BASE_METHODS, certify=certify))
-    seconds["base"] = time.perf_counter() - started
-
-    t = time.perf_counter()
-    stress = {"base": base, "update_chain": [_compile("update_chain", 0)],
-              "temporal_interval": [_compile("temporal_interval", 0)]}
-    say(f"stress heat-map at B = {stress_budget}")
-    for d in DISTRIBUTIONS:
-        for c in stress[d]:
-            report.stress_rows.append(_solve_row(c, stress_budget, STRESS_METHODS, certify=certify))
-    seconds["stress"] = time.perf_counter() - t
+    say(f"base: {n_seeds} seeds, mean total candidate cost {mean_cost:.3f}, budgets {budgets}; "
+        f"stress at B = {stress_budget}; {jobs} job(s)")
+    for base_rows, stress_rows in _map(_base_chunk, [(c, budgets, stress_budget, certify)
+                                                     for c in _chunks(list(range(n_seeds)), jobs)], jobs):
+        report.base_rows.extend(base_rows)
+        report.stress_rows.extend(stress_rows)
+    report.base_rows.sort(key=lambda r: (r["seed"], r["budget"]))
+    report.stress_rows.sort(key=lambda r: r["seed"])
+    fixed = {d: _compile(d, 0) for d in ("update_chain", "temporal_interval")}
+    for d, c in fixed.items():
+        report.stress_rows.append(_solve_row(c, stress_budget, STRESS_METHODS, certify=certify))
+    seconds["base and stress"] = time.perf_counter() - started
 
     if audit:
         t = time.perf_counter()
-        # the two stress packages do not depend on the seed: each of their rows is the same package
-        pool = {("base", s): base[s] if s < n_seeds else _compile("base", s) for s in range(audit_seeds)}
-        pool.update({(d, s): stress[d][0] for d in ("update_chain", "temporal_interval") for s in range(audit_seeds)})
-        audit_mean = float(np.mean([pool[d, s].total_cost for d in DISTRIBUTIONS for s in range(audit_seeds)]))
+        audit_mean = float(np.mean([costs[s] for s in range(audit_seeds)]
+                                   + [fixed[d].total_cost for d in fixed for _ in range(audit_seeds)]))
         report.audit_budgets = paper_budgets(audit_mean, fracs)
         report.audit_mean_total_cost = audit_mean
         say(f"audit: {audit_seeds} seeds x {len(fracs)} budgets {report.audit_budgets} x {len(DISTRIBUTIONS)} "
             f"distributions, bnb against {BACKEND}")
-        solved = {}   # the stress packages are the same for every seed: each is solved once per budget
-        for d in DISTRIBUTIONS:
+        for rows in _map(_audit_chunk, [(c, tuple(fracs), tuple(report.audit_budgets))
+                                        for c in _chunks(list(range(audit_seeds)), jobs)], jobs):
+            report.audit_rows.extend(rows)
+        report.audit_rows.sort(key=lambda r: (r["seed"], r["budget"]))
+        # the two stress packages do not depend on the seed: each is solved once per budget, its row counted per seed
+        for d, c in fixed.items():
+            solved = [(f, b, *_certified_opt(c.problem, b), c.enumeration.best(b)[1])
+                      for f, b in zip(fracs, report.audit_budgets)]
             for s in range(audit_seeds):
-                c = pool[d, s]
-                for f, b in zip(fracs, report.audit_budgets):
-                    key = (d, s if d == "base" else None, b)
-                    if key not in solved:
-                        solved[key] = (*_certified_opt(c.problem, b), c.enumeration.best(b)[1])
-                    a, h, cert, enum_value = solved[key]
-                    reasons = list(cert.reasons)
-                    if abs(enum_value - a.value) > 1e-6 * max(1.0, enum_value):
-                        reasons.append(f"exhaustive enumeration gives {enum_value:.10g}, bnb {a.value:.10g}")
-                    report.audit_rows.append({"distribution": d, "seed": s, "budget_frac": float(f), "budget": b,
-                                              "bnb": a.value, BACKEND: h.value, "enumeration": enum_value,
-                                              "agree": cert.certified, "enumeration_agrees": len(reasons) == len(cert.reasons),
-                                              "abs_diff": abs(a.value - h.value), "reasons": reasons})
-        report.audit_solves = len(solved)
+                report.audit_rows.extend(_audit_row(d, s, *row) for row in solved)
+        report.audit_solves = audit_seeds * len(fracs) + len(fixed) * len(fracs)
         seconds["audit"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - started
     report.seconds = seconds
