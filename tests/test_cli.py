@@ -122,8 +122,16 @@ def test_solve_uses_package_budget(runner, quickstart, tmp_path):
     assert result.exit_code == EXIT_OK and "OPT = 10\n" in result.stdout
 
 
+def _without_budget(path):
+    """The package at ``path`` rewritten without its own budget (every shipped package has one)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    del data["budget"]
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return path
+
+
 def test_solve_no_budget_anywhere(runner, pkg_path):
-    result = run(runner, "solve", pkg_path)
+    result = run(runner, "solve", _without_budget(pkg_path))
     assert_one_line_error(result, "pass --budget B")
     assert "--budget-frac" in result.stderr
 
@@ -424,7 +432,7 @@ def test_inspect_json(runner, pkg_path):
 
 
 def test_inspect_without_budget(runner, pkg_path):
-    result = run(runner, "inspect", pkg_path)
+    result = run(runner, "inspect", _without_budget(pkg_path))
     assert result.exit_code == EXIT_OK and "budget: none" in result.stdout
 
 
