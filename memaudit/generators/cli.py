@@ -274,10 +274,16 @@ def findings(sets, root, methods, resolve, as_json, output):
               help="Write ratio_vs_budget.png and stress_heatmap_b6.png to DIR.")
 @click.option("--rows", "rows_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Also write every per-seed row (base, stress, audit) as JSON to FILE.")
+@click.option("--stability", "stability", multiple=True, type=click.Path(dir_okay=False), metavar="PACKAGE",
+              help="Instead of the experiments: certified OPT of each PACKAGE (repeatable) with at most 1 and 2 "
+                   "candidates per experience, and under its own vs byte-overhead costs (the paper's Tables 6-7).")
+@click.option("--budget-frac", "stability_frac", type=click.FloatRange(min=0), default=None, metavar="F",
+              help="With --stability: budget = F x the stream cost. Default: each package's own budget.")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, metavar="N",
               help="Worker processes (the numbers do not depend on it). Default: the usable CPUs, at most 4.")
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr even when it is not a terminal.")
-def paper_command(n_seeds, audit_seeds, no_audit, certify, as_json, plot_dir, rows_path, jobs, verbose):
+def paper_command(n_seeds, audit_seeds, no_audit, certify, as_json, plot_dir, rows_path, stability, stability_frac,
+                  jobs, verbose):
     """The MEMAUDIT paper's experiments on its own packages, each number beside the published one.
 
     \b
@@ -297,6 +303,13 @@ def paper_command(n_seeds, audit_seeds, no_audit, certify, as_json, plot_dir, ro
     from ..clitools import progress_printer
     from ..reports.paper import default_jobs, format_paper, paper_json, plot_paper, run_paper, write_rows
 
+    if stability:
+        from ..package import load_package
+        from ..reports.stability import format_stability, stability_rows
+
+        rows = stability_rows([load_package(p) for p in stability], budget_frac=stability_frac)
+        click.echo(json.dumps(rows, indent=2) if as_json else format_stability(rows))
+        return
     rep = run_paper(n_seeds=n_seeds, audit_seeds=audit_seeds, audit=not no_audit, certify=certify,
                     jobs=jobs or default_jobs(), progress=progress_printer(verbose))
     if rows_path is not None:
