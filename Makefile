@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/memaudit solve packages_data/examples/quickstart.json --budget-frac 0.25
+	$(BIN)/memaudit solve packages_data/examples/quickstart.json
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -26,7 +26,8 @@ __all__ = ["DEFAULT_METHODS", "MethodScore", "BaselineReport", "score_methods", 
            "method_settings"]
 
 #: what ``memaudit baseline`` and ``memaudit compare`` run when no --method is given
-DEFAULT_METHODS = ("density", "greedy", "gvt", "gvt-upgrade", "random", "fifo", "recency", "kind:raw", "kind:fact")
+DEFAULT_METHODS = ("density", "density-global", "greedy", "gvt", "gvt-geometric", "gvt-upgrade", "random", "fifo",
+                   "recency", "kind:raw", "kind:fact")
 
 
 @dataclass
@@ -84,7 +85,7 @@ def parse_methods(text) -> list[str]:
     >>> parse_methods("density,nope")
     Traceback (most recent call last):
     ...
-    memaudit.errors.MethodError: unknown method 'nope'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, gvt-upgrade, milp-cbc, milp-highs, random, recency, kind:<k>
+    memaudit.errors.MethodError: unknown method 'nope'; valid methods: bnb, brute, cpsat, density, density-global, fact-only, fifo, greedy, gvt, gvt-geometric, gvt-upgrade, milp-cbc, milp-highs, random, recency, recency-raw, summary-only, kind:<k>
     """
     names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text)]
     names = [n for n in names if n]
@@ -104,12 +105,12 @@ def method_settings(name: str, *, seed: int = 0, gvt_eps: float | None = None, g
 
     Examples
     --------
-    >>> method_settings("random", seed=3), method_settings("gvt", gvt_eps=0.05), method_settings("density", seed=3)
+    >>> method_settings("random", seed=3), method_settings("gvt-geometric", gvt_eps=0.05), method_settings("gvt", gvt_eps=0.05)
     ({'seed': 3}, {'eps': 0.05}, {})
     """
     if name == "random":
         return {"seed": int(seed)}
-    if name in ("gvt", "gvt-upgrade"):
+    if name in ("gvt-geometric", "gvt-upgrade"):
         return {k: v for k, v in (("eps", gvt_eps), ("floor", gvt_floor)) if v is not None}
     if name in ("fifo", "recency") and pick is not None:
         return {"pick": pick}

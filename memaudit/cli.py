@@ -364,10 +364,10 @@ def _baseline_options(f):
                      help=_PICK_HELP + "  [default: verbatim]")(f)
     f = click.option("--gvt-floor", type=click.FloatRange(0, 1, min_open=True), default=None, metavar="F",
                      callback=_not_nan,
-                     help="gvt, gvt-upgrade: lowest threshold as a fraction of the first.  [default: 0.001]")(f)
+                     help="gvt-geometric, gvt-upgrade: lowest threshold as a fraction of the first.  [default: 0.001]")(f)
     f = click.option("--gvt-eps", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
                      callback=_not_nan,
-                     metavar="EPS", help="gvt, gvt-upgrade: the threshold falls by a factor (1 - EPS) per step.  [default: 0.1]")(f)
+                     metavar="EPS", help="gvt-geometric, gvt-upgrade: the threshold falls by a factor (1 - EPS) per step.  [default: 0.1]")(f)
     f = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                      help="Seed of the random baseline (an integer >= 0).")(f)
     f = click.option("--backend", default="highs", show_default=True, metavar=_BACKEND_CHOICES,
@@ -412,9 +412,12 @@ def baseline(package, budget, budget_frac, methods, time_limit, backend, seed, g
     \b
     Per method: value, ratio = value / OPT, cost / budget, units fully covered,
     validity units fully covered (of those in the package), kinds stored, time.
-    Offline: density (static value per cost), greedy (marginal gain per cost +
-    best single), gvt (Group Value-Threshold), gvt-upgrade (GVT that may exchange
-    a group's stored representation), random.  Online, deciding as each
+    Offline: density and gvt (the MEMAUDIT paper's density-only and grouped
+    value-threshold, stream order), density-global (global sort by value per
+    cost), gvt-geometric (geometric threshold schedule), gvt-upgrade (it may
+    exchange a group's stored representation), greedy (marginal gain per cost +
+    best single), fact-only / summary-only / recency-raw (the paper's simple
+    writers), random.  Online, deciding as each
     experience arrives: fifo (write while it fits), recency (keep the newest),
     kind:<k> (always write kind k, e.g. kind:fact).
 
@@ -538,16 +541,24 @@ def compare(package, budget_fracs, methods, time_limit, backend, seed, gvt_eps, 
               show_default=True, help="Cost model of the package.")
 @click.option("-o", "--output", type=click.Path(), default=None, metavar="PACKAGE.json",
               help="Write the package here (default: print it).")
-def density_trap_command(k, topics, cost_model, output):
+@click.option("--budget", type=click.FloatRange(min=0), default=None, metavar="B",
+              help="Write this budget instead of the construction's (the cost of the compound updates).")
+@click.option("--budget-frac", "budget_frac", type=click.FloatRange(min=0), default=None, metavar="F",
+              help="Write budget = F x the stream cost instead of the construction's.")
+def density_trap_command(k, topics, cost_model, output, budget, budget_frac):
     """A package where density-only selection keeps about 1/K of OPT.
 
     Each topic is one experience that moves an attribute to a new value and retires
     K - 1 old ones.  Its fact is the densest candidate, so density stores it and the
     experience's one slot is gone: the compound update (OPT) can never follow.
-    Density's ratio is 1 / (1 + w (K - 1)), w = 0.9 with words.  See
+    Density's ratio is 1 / (1 + w (K - 1)), w = 0.9 with words, at the package's own
+    budget (the compound updates' cost; --budget / --budget-frac write another).  See
     memaudit/generators/density_trap.py for the construction.
     """
-    pkg = density_trap(k, topics=topics, cost_model=cost_model)
+    from .generators import with_budget
+
+    check_budget_flags(budget, budget_frac)
+    pkg = with_budget(density_trap(k, topics=topics, cost_model=cost_model), budget=budget, budget_frac=budget_frac)
     if output is None:
         click.echo(json.dumps(package_to_dict(pkg), indent=2, ensure_ascii=False, allow_nan=False))
     else:

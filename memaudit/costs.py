@@ -1,14 +1,15 @@
-"""Cost models: the storage cost of a text in words, characters, bytes or o200k_base tokens."""
+"""Cost models: the storage cost of a text in words, characters, bytes, o200k_base tokens or byte-overhead units."""
 
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 
 from .errors import PackageError
 
 __all__ = ["COST_MODELS", "COST_MODEL_UNITS", "cost_of", "count_words", "count_chars", "count_bytes",
-           "count_tokens"]
+           "count_tokens", "count_byte_overhead"]
 
 #: name of the tokenizer behind the ``tokens`` cost model
 TOKEN_ENCODING = "o200k_base"
@@ -47,6 +48,20 @@ def count_bytes(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
+def count_byte_overhead(text: str) -> int:
+    """The MEMAUDIT paper's byte-overhead cost: ``max(1, 8 + ceil(utf8_bytes / 24))``.
+
+    A fixed overhead of 8 per stored memory plus one unit per started 24 bytes of UTF-8 text
+    (the paper's stability check against word costs, arXiv 2605.02199).
+
+    Examples
+    --------
+    >>> count_byte_overhead(""), count_byte_overhead("x" * 24), count_byte_overhead("x" * 25), count_byte_overhead("é" * 12)
+    (8, 9, 10, 9)
+    """
+    return max(1, 8 + math.ceil(count_bytes(text) / 24))
+
+
 @functools.cache
 def _encoding():
     """The o200k_base encoding, loaded once (bpe-openai ships the vocabulary; no network)."""
@@ -81,11 +96,12 @@ def count_tokens(text: str) -> int:
 
 
 #: cost model name -> function text -> int cost
-COST_MODELS = {"words": count_words, "chars": count_chars, "bytes": count_bytes, "tokens": count_tokens}
+COST_MODELS = {"words": count_words, "chars": count_chars, "bytes": count_bytes, "tokens": count_tokens,
+               "byte-overhead": count_byte_overhead}
 
 #: cost model name -> what its cost counts, for messages
 COST_MODEL_UNITS = {"words": "words", "chars": "characters", "bytes": "UTF-8 bytes",
-                    "tokens": f"{TOKEN_ENCODING} tokens"}
+                    "tokens": f"{TOKEN_ENCODING} tokens", "byte-overhead": "byte-overhead units"}
 
 
 def cost_of(text: str, model: str) -> int:
@@ -103,7 +119,7 @@ def cost_of(text: str, model: str) -> int:
     >>> cost_of("x", "lines")
     Traceback (most recent call last):
     ...
-    memaudit.errors.PackageError: unknown cost model 'lines'; valid cost models: 'words', 'chars', 'bytes', 'tokens'
+    memaudit.errors.PackageError: unknown cost model 'lines'; valid cost models: 'words', 'chars', 'bytes', 'tokens', 'byte-overhead'
     """
     try:
         fn = COST_MODELS[model]

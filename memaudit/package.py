@@ -40,7 +40,7 @@ CANDIDATE_KINDS = ("raw", "fact", "update", "tombstone", "compound_update", "sum
 #: the usual unit kinds; any string is allowed
 COMMON_UNIT_KINDS = ("current", "detail", "procedure", "validity", "interval", "preference", "identity")
 
-CostModelName = Literal["words", "chars", "bytes", "tokens"]
+CostModelName = Literal["words", "chars", "bytes", "tokens", "byte-overhead"]
 CandidateKind = Literal["raw", "fact", "update", "tombstone", "compound_update", "summary", "external"]
 assert set(get_args(CostModelName)) == set(COST_MODELS)
 assert get_args(CandidateKind) == CANDIDATE_KINDS

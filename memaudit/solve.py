@@ -63,7 +63,7 @@ def resolve_method(name: str) -> str:
     >>> resolve_method("simplex")
     Traceback (most recent call last):
     ...
-    memaudit.errors.MethodError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, gvt-upgrade, milp-cbc, milp-highs, random, recency, kind:<k>
+    memaudit.errors.MethodError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, density-global, fact-only, fifo, greedy, gvt, gvt-geometric, gvt-upgrade, milp-cbc, milp-highs, random, recency, recency-raw, summary-only, kind:<k>
     """
     if not isinstance(name, str):
         raise MethodError(f"a method name must be a string; got {name!r}; valid methods: {method_names()}")

@@ -8,20 +8,28 @@ from __future__ import annotations
 
 import functools
 
-from .baselines import density, fifo, gvt, gvt_upgrade, kind_writer, random_store, recency
+from .baselines import (density, density_global, fifo, gvt, gvt_geometric, gvt_upgrade, kind_greedy, kind_writer,
+                        random_store, recency, recency_raw)
 from .bnb import branch_and_bound
 from .bruteforce import brute_force
 from .greedy import greedy
 from .milp import BACKENDS
 
-__all__ = ["METHODS", "EXACT_METHODS", "BASELINES", "ONLINE_METHODS", "BACKENDS", "get_method", "run_method",
+__all__ = ["METHODS", "EXACT_METHODS", "BASELINES", "ONLINE_METHODS", "NEEDS_KINDS", "BACKENDS", "get_method", "run_method",
            "method_names"]
 
 #: methods that prove optimality when they finish
 EXACT_METHODS = {"bnb": branch_and_bound, "brute": brute_force, **BACKENDS}
 
 #: heuristics that see the whole package (status ``heuristic``)
-BASELINES = {"density": density, "greedy": greedy, "gvt": gvt, "gvt-upgrade": gvt_upgrade, "random": random_store}
+BASELINES = {"density": density, "density-global": density_global, "greedy": greedy, "gvt": gvt,
+             "gvt-geometric": gvt_geometric, "gvt-upgrade": gvt_upgrade,
+             "fact-only": functools.partial(kind_greedy, kind="fact"),
+             "summary-only": functools.partial(kind_greedy, kind="summary"),
+             "recency-raw": recency_raw, "random": random_store}
+
+#: the methods that read candidate kinds (``problem.kinds``) and refuse a problem without them, besides ``kind:<k>``
+NEEDS_KINDS = ("fact-only", "summary-only", "recency-raw")
 
 #: writers that decide as each experience arrives (status ``heuristic``); plus ``kind:<k>``
 ONLINE_METHODS = {"fifo": fifo, "recency": recency}
@@ -50,7 +58,7 @@ def get_method(name: str):
     >>> get_method("simplex")
     Traceback (most recent call last):
     ...
-    ValueError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, gvt-upgrade, milp-cbc, milp-highs, random, recency, kind:<k>
+    ValueError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, density-global, fact-only, fifo, greedy, gvt, gvt-geometric, gvt-upgrade, milp-cbc, milp-highs, random, recency, recency-raw, summary-only, kind:<k>
     """
     if name in METHODS:
         return METHODS[name]

@@ -122,8 +122,16 @@ def test_solve_uses_package_budget(runner, quickstart, tmp_path):
     assert result.exit_code == EXIT_OK and "OPT = 10\n" in result.stdout
 
 
+def _without_budget(path):
+    """The package at ``path`` rewritten without its own budget (every shipped package has one)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    del data["budget"]
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return path
+
+
 def test_solve_no_budget_anywhere(runner, pkg_path):
-    result = run(runner, "solve", pkg_path)
+    result = run(runner, "solve", _without_budget(pkg_path))
     assert_one_line_error(result, "pass --budget B")
     assert "--budget-frac" in result.stderr
 
@@ -376,8 +384,8 @@ def test_bad_package_is_one_line_exit_1(runner, quickstart, tmp_path, name, comm
     (["--budget-frac", "-0.5"], "budget fraction"),
     (["--budget", "nan"], "finite number"),
     (["--budget", "10", "--method", "simplex"],
-     "unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, gvt-upgrade, milp-cbc, "
-     "milp-highs, random, recency, kind:<k>"),
+     "unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, density-global, fact-only, fifo, greedy, "
+     "gvt, gvt-geometric, gvt-upgrade, milp-cbc, milp-highs, random, recency, recency-raw, summary-only, kind:<k>"),
     (["--budget", "10", "--backend", "gurobi"], "unknown back-end 'gurobi'; valid back-ends: cbc, cpsat, highs"),
     (["--budget", "10", "--method", "milp-highs", "--backend", "highs"], "must differ from the method"),
     (["--budget", "10", "--method", "greedy", "--time-limit", "5"], "takes no time limit"),
@@ -425,7 +433,7 @@ def test_inspect_json(runner, pkg_path):
 
 
 def test_inspect_without_budget(runner, pkg_path):
-    result = run(runner, "inspect", pkg_path)
+    result = run(runner, "inspect", _without_budget(pkg_path))
     assert result.exit_code == EXIT_OK and "budget: none" in result.stdout
 
 

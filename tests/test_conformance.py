@@ -10,7 +10,7 @@ import pytest
 from solvers.objective import evaluate, is_feasible, total_cost
 from solvers.problem import Problem
 from solvers.random_problems import random_problem, tiny_problem
-from solvers.registry import EXACT_METHODS, METHODS, get_method, run_method
+from solvers.registry import EXACT_METHODS, METHODS, NEEDS_KINDS, get_method, run_method
 from solvers.result import STATUSES, Declined, Result
 
 
@@ -56,7 +56,7 @@ def refused(name, case, outcome):
         assert isinstance(outcome, Declined) and not CASES[case][2], f"cpsat declined {case}: {outcome}"
         assert "integers" in str(outcome)
         return True
-    if name.startswith("kind:"):
+    if name.startswith("kind:") or name in NEEDS_KINDS:
         assert CASES[case][0].kinds is None and "needs candidate kinds" in str(outcome), f"{name}: {outcome}"
         return True
     assert name == "brute" and "brute force would enumerate" in str(outcome), f"{name} on {case}: {outcome}"

@@ -1,4 +1,4 @@
-"""Tests of memaudit.costs: the four cost models on strings whose cost is known by hand."""
+"""Tests of memaudit.costs: the five cost models on strings whose cost is known by hand."""
 
 import os
 import subprocess
@@ -13,7 +13,28 @@ from memaudit.errors import PackageError
 
 
 def test_cost_model_names():
-    assert list(COST_MODELS) == ["words", "chars", "bytes", "tokens"]
+    assert list(COST_MODELS) == ["words", "chars", "bytes", "tokens", "byte-overhead"]
+
+
+@pytest.mark.parametrize("text, cost", [
+    ("", 8),                 # the fixed overhead alone
+    ("a" * 24, 9),           # one full 24-byte unit
+    ("a" * 25, 10),          # a started unit counts
+    ("é" * 12, 9),           # 24 UTF-8 bytes
+    ("🚀" * 7, 10),          # 28 bytes
+])
+def test_byte_overhead_is_8_plus_started_24_byte_units(text, cost):
+    assert cost_of(text, "byte-overhead") == cost == max(1, 8 + -(-len(text.encode("utf-8")) // 24))
+
+
+def test_a_package_can_use_the_byte_overhead_cost_model():
+    from memaudit.package import compile_package, package_from_dict
+    pkg = package_from_dict({"format": "memaudit-package/1", "id": "b", "cost_model": "byte-overhead",
+                             "experiences": [{"id": "e1", "text": "x"}], "units": [{"id": "r", "kind": "current",
+                                                                                    "weight": 1}],
+                             "candidates": [{"id": "e1.raw", "experience": "e1", "kind": "raw", "text": "x" * 50,
+                                             "coverage": {"r": 1}}]})
+    assert compile_package(pkg).problem.costs.tolist() == [11.0]
 
 
 @pytest.mark.parametrize("text, words, chars, n_bytes", [

@@ -125,8 +125,9 @@ def test_baseline_bad_method_is_one_line_error(method, message):
     assert r.exit_code == EXIT_BAD_INPUT and r.stderr.startswith("error: ") and message in r.stderr
 
 
-@pytest.mark.parametrize("args", [("--method", "random", "--seed", "-1"), ("--method", "gvt", "--gvt-eps", "nan"),
-                                  ("--method", "gvt", "--gvt-floor", "nan"), ("--method", "gvt", "--gvt-eps", "1"),
+@pytest.mark.parametrize("args", [("--method", "random", "--seed", "-1"), ("--method", "gvt-geometric", "--gvt-eps", "nan"),
+                                  ("--method", "gvt-geometric", "--gvt-floor", "nan"),
+                                  ("--method", "gvt-geometric", "--gvt-eps", "1"),
                                   ("--method", "fifo", "--pick", "smart")])
 def test_baseline_bad_settings_are_usage_errors(args):
     for command in ("baseline", "compare"):
@@ -137,8 +138,9 @@ def test_baseline_bad_settings_are_usage_errors(args):
 def test_a_setting_the_method_rejects_is_one_line_error():
     from memaudit.errors import MethodError
     pkg = load_package(QUICKSTART)
-    with pytest.raises(MethodError, match="gvt: gvt: eps must lie in"):
-        score_methods(pkg, budget_frac=0.25, methods=["gvt"], settings={"gvt": {"eps": 2.0}}, backend=None)
+    with pytest.raises(MethodError, match="gvt-geometric: gvt-geometric: eps must lie in"):
+        score_methods(pkg, budget_frac=0.25, methods=["gvt-geometric"], settings={"gvt-geometric": {"eps": 2.0}},
+                      backend=None)
 
 
 def test_baseline_on_a_broken_package_is_one_line_error(tmp_path):

@@ -87,7 +87,7 @@ def test_validity_share_on_a_tiny_problem():
 def test_format_has_both_parts_and_the_paper_column(natural):
     text = format_findings(natural)
     assert "(a) ratio to certified OPT" in text and "(b) OPT without tombstone and compound_update" in text
-    assert "26-36 % of OPT on tight budgets" in text and "52-81 % of full OPT" in text
+    assert "26.4-36.1 % of OPT" in text and "52.3-81.5 % of full OPT" in text and "memaudit report paper" in text
     assert "not registered, not run: no-such-method" in text
 
 

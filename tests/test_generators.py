@@ -206,7 +206,7 @@ def test_natural_filler_weight_is_close_to_the_seed():
     ("small", {"max_updates": 12}, "parameter max_updates must be an integer in [0, 9]; got 12"),
     ("small", {"min_updates": 3, "max_updates": 1}, "min_updates (3) must be <= max_updates (1)"),
     ("validity", {"restate_prob": 1.5}, "parameter restate_prob must be a probability in [0, 1]; got 1.5"),
-    ("small", {"cost_model": "lines"}, "parameter cost_model must be one of words, chars, bytes, tokens"),
+    ("small", {"cost_model": "lines"}, "parameter cost_model must be one of words, chars, bytes, tokens, byte-overhead"),
     ("small", {"procedures": 4}, "parameter procedures must be an integer in [0, 3]; got 4"),
     ("small", {"colour": 1}, "unknown parameter 'colour'"),
     ("natural", {"filler_lines": -1}, "parameter filler_lines must be an integer in [0, 1000]; got -1"),
@@ -317,3 +317,37 @@ def test_empty_package_id_is_refused(family):
         generate(family, 1, package_id="")
     r = CliRunner().invoke(main, ["generate", family, "--id", " "])
     assert r.exit_code == 1 and r.stderr.startswith("error: package id must not be empty"), r.stderr
+
+
+# -- every generator writes a budget when asked ----------------------------------------------------
+
+@pytest.mark.parametrize("family, kw", [("small", {}), ("validity", {"entities": 2}), ("natural", {"filler": False}),
+                                        ("paper-small", {}), ("paper-update-chain", {}),
+                                        ("paper-temporal-interval", {})])
+def test_every_family_writes_the_budget_it_is_given(family, kw):
+    from memaudit.generators import GENERATORS
+    from memaudit.package import stream_cost
+    assert family in GENERATORS
+    assert generate(family, 1, **kw).budget is None
+    assert generate(family, 1, budget=7, **kw).budget == 7.0
+    frac = generate(family, 1, budget_frac=0.3, **kw)
+    assert frac.budget == pytest.approx(0.3 * stream_cost(frac)) and frac.meta["budget_frac"] == 0.3
+
+
+def test_budget_and_fraction_together_or_negative_are_refused():
+    from memaudit.errors import BudgetError
+    with pytest.raises(BudgetError, match="not both"):
+        generate("small", 0, budget=3, budget_frac=0.1)
+    with pytest.raises(BudgetError, match=">= 0"):
+        generate("small", 0, budget=-3)
+
+
+@pytest.mark.parametrize("family", ["small", "validity", "natural", "paper-small", "paper-update-chain",
+                                    "paper-temporal-interval", "density-trap"])
+def test_cli_generate_takes_budget_options(tmp_path, family):
+    out = tmp_path / "p.json"
+    r = CliRunner().invoke(main, ["generate", family, "--budget", "12", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert load_package(out).budget == 12.0
+    both = CliRunner().invoke(main, ["generate", family, "--budget", "1", "--budget-frac", "0.1"])
+    assert both.exit_code == 2 and "mutually exclusive" in both.output

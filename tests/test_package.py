@@ -333,7 +333,7 @@ def test_cost_not_computable_from_empty_text(tmp_path):
 
 def test_unknown_cost_model(tmp_path):
     data = edited(lambda d: d.update(cost_model="lines"))
-    assert_rejected(tmp_path, data, r"cost_model must be one of 'words', 'chars', 'bytes' or 'tokens'; got 'lines'$")
+    assert_rejected(tmp_path, data, r"cost_model must be one of 'words', 'chars', 'bytes', 'tokens' or 'byte-overhead'; got 'lines'$")
 
 
 def test_unknown_cost_source(tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memaudit.generators import GENERATOR_VERSION, generate
+from memaudit.generators import DEFAULT_BUDGET_FRAC, GENERATOR_VERSION, generate
 from memaudit.generators.ablate import ablate
 from memaudit.generators.datasets import (ABLATION_KINDS, BUDGET_FRACS, SETS, ManifestError, load_manifest,
                                           set_specs)
@@ -78,10 +78,53 @@ def test_manifest_entry_matches_its_file(name, entry):
         return
     # shipped generated files never change unless the generator version does
     assert entry["generator_version"] == GENERATOR_VERSION
-    again = generate(entry["generator"], entry["seed"], **entry["params"])
+    again = generate(entry["generator"], entry["seed"], budget_frac=DEFAULT_BUDGET_FRAC, **entry["params"])
     text = json.dumps(package_to_dict(again), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     assert path.read_bytes() == text.encode("utf-8")
     assert pkg.meta["params"] == entry["params"]
+
+
+# -- every shipped package carries its default budget, and `memaudit solve PACKAGE` certifies with no flag --
+
+SHIPPED = [(DATA / name / e["file"], e) for name, e in ENTRIES] + [(DATA / "examples" / "quickstart.json", None)]
+
+
+def test_every_shipped_package_has_the_documented_default_budget():
+    assert len(SHIPPED) >= 54
+    for path, _ in SHIPPED:
+        pkg = load_package(path)
+        assert pkg.budget is not None, f"{path} has no budget"
+        assert pkg.budget == pytest.approx(DEFAULT_BUDGET_FRAC * stream_cost(pkg), rel=1e-12), path
+    for name in SETS:
+        assert load_manifest(DATA / name)["default_budget_frac"] == DEFAULT_BUDGET_FRAC
+
+
+def _solve_without_flags(path):
+    from click.testing import CliRunner
+
+    from memaudit.cli import main
+    r = CliRunner().invoke(main, ["solve", str(path)])
+    assert r.exit_code == 0, (path, r.output)
+    assert "status: certified" in r.output, (path, r.output)
+
+
+def _quick_default(entry) -> bool:
+    return entry is None or all(r["methods"]["bnb"]["wall_time"] < 0.2 for r in entry["results"]
+                                if r["budget_frac"] == DEFAULT_BUDGET_FRAC)
+
+
+QUICK_DEFAULT = [(p, e) for p, e in SHIPPED if _quick_default(e)]
+
+
+@pytest.mark.parametrize("path,entry", QUICK_DEFAULT, ids=[p.name for p, _ in QUICK_DEFAULT])
+def test_solve_with_no_flags_certifies_a_quick_shipped_package(path, entry):
+    _solve_without_flags(path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path,entry", SHIPPED, ids=[p.name for p, _ in SHIPPED])
+def test_solve_with_no_flags_certifies_every_shipped_package(path, entry):
+    _solve_without_flags(path)
 
 
 def _check_store(pkg, result):
@@ -161,13 +204,14 @@ def test_build_set_refuses_to_rewrite_a_file_under_the_same_generator_version(ti
     path.write_bytes(path.read_bytes().replace(b'"text": "', b'"text": " ', 1))  # a hand edit
     before = _snapshot(root / "small")
     with pytest.raises(ManifestError, match=r"small-s1.json: the generator now writes other bytes for it under the "
-                                            r"same generator version '1'; bump memaudit.generators.GENERATOR_VERSION"):
+                                            rf"same generator version '{GENERATOR_VERSION}'; bump memaudit.generators.GENERATOR_VERSION"):
         build_set("small", root)
     assert _snapshot(root / "small") == before
     build_set("small", root, allow_rewrite=True)
     after = load_manifest(root / "small")
     assert package_sha256(path) == next(p["sha256"] for p in after["packages"] if p["file"] == path.name)
-    assert path.read_bytes() == (json.dumps(package_to_dict(generate("small", 1, chatter=0)), indent=2,
+    assert path.read_bytes() == (json.dumps(package_to_dict(generate("small", 1, budget_frac=DEFAULT_BUDGET_FRAC,
+                                                                     chatter=0)), indent=2,
                                             ensure_ascii=False) + "\n").encode()
 
 
@@ -179,11 +223,12 @@ def test_build_set_rewrites_files_when_the_generator_version_changes(tiny_set, m
     before = _snapshot(root / "small")
     assert build_set("small", root)["packages"] == load_manifest(root / "small")["packages"]
     assert _snapshot(root / "small") == before  # nothing changed: nothing rewritten, entries reused
-    monkeypatch.setattr(generators, "GENERATOR_VERSION", "2")
+    new = GENERATOR_VERSION + "-next"
+    monkeypatch.setattr(generators, "GENERATOR_VERSION", new)
     manifest = build_set("small", root)
-    assert manifest["generator_version"] == "2"
-    assert all(p["generator_version"] == "2" for p in manifest["packages"])
-    assert load_package(root / "small" / "small-s0.json").meta["generator_version"] == "2"
+    assert manifest["generator_version"] == new
+    assert all(p["generator_version"] == new for p in manifest["packages"])
+    assert load_package(root / "small" / "small-s0.json").meta["generator_version"] == new
 
 
 def test_build_set_writes_nothing_when_a_certification_fails(tiny_set, monkeypatch):
@@ -192,7 +237,7 @@ def test_build_set_writes_nothing_when_a_certification_fails(tiny_set, monkeypat
 
     root, _ = tiny_set
     before = _snapshot(root / "small")
-    monkeypatch.setattr(generators, "GENERATOR_VERSION", "2")
+    monkeypatch.setattr(generators, "GENERATOR_VERSION", GENERATOR_VERSION + "-next")
     real = datasets.certify_at
 
     def certify_at(pkg, frac, **kw):

@@ -29,11 +29,23 @@ def _write_or_print(pkg, output) -> None:
                f"({pkg.cost_model})", err=True)
 
 
-def _common(f):
-    f = click.option("--id", "package_id", default=None, metavar="ID",
-                     help="Package id. Default: <family>-s<seed>.")(f)
+def _budget_write_options(f):
+    f = click.option("--budget-frac", "budget_frac", type=click.FloatRange(min=0), default=None, metavar="F",
+                     help="Write budget = F x the stream cost (storing every experience verbatim) into the package.")(f)
+    f = click.option("--budget", type=click.FloatRange(min=0), default=None, metavar="B",
+                     help="Write this budget (in the package's cost unit) into the package. Default: none.")(f)
+    return f
+
+
+def _output_options(f, default_id: str = "<family>-s<seed>"):
+    f = click.option("--id", "package_id", default=None, metavar="ID", help=f"Package id. Default: {default_id}.")(f)
     f = click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, metavar="FILE",
                      help="Write the package to FILE (atomically). Default: print the JSON on stdout.")(f)
+    return _budget_write_options(f)
+
+
+def _common(f):
+    f = _output_options(f)
     f = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generator.")(f)
     return f
 
@@ -46,10 +58,13 @@ def generate():
 def _synthetic_command(family: str, defaults, doc: str):
     from ..costs import COST_MODELS
 
-    def run(seed, output, package_id, **params):
+    def run(seed, output, package_id, budget, budget_frac, **params):
+        from ..clitools import check_budget_flags
         from . import generate as gen
 
-        _write_or_print(gen(family, seed, package_id=package_id, **params), output)
+        check_budget_flags(budget, budget_frac)
+        _write_or_print(gen(family, seed, package_id=package_id, budget=budget, budget_frac=budget_frac, **params),
+                        output)
 
     run.__doc__ = doc
     cmd = run
@@ -101,13 +116,51 @@ _register_synthetic()
               help="Exchanges per day (the seed has 12).")
 @click.option("--cost-model", type=click.Choice(["words", "chars", "bytes", "tokens"]), default="tokens",
               show_default=True, help="Cost model of the candidate texts.")
-def natural(seed, output, package_id, filler, filler_lines, exchanges_per_session, cost_model):
+def natural(seed, output, package_id, budget, budget_frac, filler, filler_lines, exchanges_per_session, cost_model):
     """The 30-session, 15-fact scenario of seed 001 (8 updated, 2 deleted on request) as a package."""
+    from ..clitools import check_budget_flags
     from . import generate as gen
 
-    pkg = gen("natural", seed, package_id=package_id, filler=filler, filler_lines=filler_lines,
-              exchanges_per_session=exchanges_per_session, cost_model=cost_model)
+    check_budget_flags(budget, budget_frac)
+    pkg = gen("natural", seed, package_id=package_id, budget=budget, budget_frac=budget_frac, filler=filler,
+              filler_lines=filler_lines, exchanges_per_session=exchanges_per_session, cost_model=cost_model)
     _write_or_print(pkg, output)
+
+
+@generate.command(name="paper-small")
+@_common
+def paper_small_command(seed, output, package_id, budget, budget_frac):
+    """MemAudit-Small, the MEMAUDIT paper's base package for one seed (arXiv 2605.02199).
+
+    7 experiences (three facts, then two preferences: old statement and update), 25
+    candidates with the paper's integer costs, 11 units; weights drawn from
+    random.Random(SEED) in the paper's order.  See memaudit/generators/paper.py.
+    """
+    from ..clitools import check_budget_flags
+    from . import generate as gen
+
+    check_budget_flags(budget, budget_frac)
+    _write_or_print(gen("paper-small", seed, package_id=package_id, budget=budget, budget_frac=budget_frac), output)
+
+
+def _paper_fixed(family: str, doc: str):
+    def run(output, package_id, budget, budget_frac):
+        from ..clitools import check_budget_flags
+        from . import generate as gen
+
+        check_budget_flags(budget, budget_frac)
+        _write_or_print(gen(family, 0, package_id=package_id, budget=budget, budget_frac=budget_frac), output)
+
+    run.__doc__ = doc
+    return generate.command(name=family)(_output_options(run, default_id=family))
+
+
+_paper_fixed("paper-update-chain", "The MEMAUDIT paper's update-chain stress package (deterministic: no seed).\n\n"
+             "Version 0, then three corrections, each with raw, fact, tombstone, compound_update and summary\n"
+             "candidates: 4 experiences, 18 candidates, total candidate cost 51.")
+_paper_fixed("paper-temporal-interval", "The MEMAUDIT paper's temporal-interval stress package (deterministic: no "
+             "seed).\n\nFive intervals (label fact, interval fact, coarse summary, raw), then two closures of open\n"
+             "intervals: 7 experiences, 30 candidates, total candidate cost 88.")
 
 
 @click.command(name="ablate")
@@ -161,19 +214,20 @@ COMMANDS.extend([generate, ablate_command, report])
 @click.option("--root", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Directory holding the set directories. Default: packages_data/ of this checkout.")
 @click.option("--methods", default=None, metavar="M1,M2,...",
-              help="Methods to compare with OPT. Default: density, greedy, gvt, random, fifo, recency, "
-                   "kind:raw, kind:fact, kind:update, kind:compound_update.")
+              help="Methods to compare with OPT. Default: density, density-global, greedy, gvt, gvt-geometric, "
+                   "random, fifo, recency, kind:raw, kind:fact, kind:update, kind:compound_update.")
 @click.option("--resolve", is_flag=True,
               help="Recompute OPT and the ablated OPT with bnb instead of reading the certified manifest values.")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows and aggregates as one JSON document.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Also write the per-package rows as CSV to FILE.")
 def findings(sets, root, methods, resolve, as_json, output):
-    """The paper's findings on the shipped sets: baselines vs certified OPT, and the ablation.
+    """The MEMAUDIT paper's findings on our shipped sets: baselines vs certified OPT, and the ablation.
 
     Prints (a) the ratio to OPT (mean, min, n) and the share of validity units' weight
     preserved, per set, budget and method; (b) OPT without tombstone and compound_update
-    candidates as a share of full OPT; then ours beside the paper's figures.
+    candidates as a share of full OPT; then ours beside the paper's figures (which the
+    paper measured on its own packages: `memaudit report paper` reruns that protocol).
     """
     from ..findings import DEFAULT_METHODS, compute_findings, format_findings
     from ..clitools import progress_printer
@@ -202,3 +256,68 @@ def findings(sets, root, methods, resolve, as_json, output):
                                "unavailable": found.unavailable, "paper": PAPER}, indent=2))
     else:
         click.echo(format_findings(found))
+
+
+@report.command(name="paper")
+@click.option("--seeds", "n_seeds", type=click.IntRange(min=1), default=500, show_default=True,
+              help="Base seeds 0..N-1 (the paper: 500).")
+@click.option("--audit-seeds", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Seeds per distribution and budget in the certification audit (the paper: 100).")
+@click.option("--no-audit", is_flag=True, help="Skip the certification audit.")
+@click.option("--certify", is_flag=True,
+              help="Also certify every base and stress OPT with bnb and HiGHS (minutes), besides the exhaustive "
+                   "enumeration that computes it.")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print one JSON document: {"base": {B: {method: ratio}}, "stress_b6": {distribution: '
+                   '{method: ratio}}, "audit": {"rows", "agree", "max_abs_diff"}, "paper": {...}}.')
+@click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Write ratio_vs_budget.png and stress_heatmap_b6.png to DIR.")
+@click.option("--rows", "rows_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Also write every per-seed row (base, stress, audit) as JSON to FILE.")
+@click.option("--stability", "stability", multiple=True, type=click.Path(dir_okay=False), metavar="PACKAGE",
+              help="Instead of the experiments: certified OPT of each PACKAGE (repeatable) with at most 1 and 2 "
+                   "candidates per experience, and under its own vs byte-overhead costs (the paper's Tables 6-7).")
+@click.option("--budget-frac", "stability_frac", type=click.FloatRange(min=0), default=None, metavar="F",
+              help="With --stability: budget = F x the stream cost. Default: each package's own budget.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Worker processes (the numbers do not depend on it). Default: the usable CPUs, at most 4.")
+@click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr even when it is not a terminal.")
+def paper_command(n_seeds, audit_seeds, no_audit, certify, as_json, plot_dir, rows_path, stability, stability_frac,
+                  jobs, verbose):
+    """The MEMAUDIT paper's experiments on its own packages, each number beside the published one.
+
+    \b
+    base: MemAudit-Small (generate paper-small) over --seeds seeds at the paper's
+      budgets B = max(1, round(f x mean total candidate cost)), f = 0.02, 0.05,
+      0.10, 0.20 (B = 2, 4, 8, 16 at 500 seeds): ratio to the certified OPT of
+      density, gvt, density-global, gvt-geometric, greedy and OPT without
+      tombstone and compound_update candidates, with bootstrap 95 % intervals,
+      and the mean invalidation units covered;
+    stress: the same at B = 6 on base, paper-update-chain, paper-temporal-interval;
+    audit: bnb against HiGHS on --audit-seeds seeds x the four f x the three
+      distributions.
+    Every OPT is exact: exhaustive enumeration of every store (at most 36,864 per
+    package); the audit checks bnb and HiGHS against it, and --certify certifies every
+    row with both.  A disagreement stops the report (exit 1).
+    """
+    from ..clitools import progress_printer
+    from ..reports.paper import default_jobs, format_paper, paper_json, plot_paper, run_paper, write_rows
+
+    if stability:
+        from ..package import load_package
+        from ..reports.stability import format_stability, stability_rows
+
+        rows = stability_rows([load_package(p) for p in stability], budget_frac=stability_frac)
+        click.echo(json.dumps(rows, indent=2) if as_json else format_stability(rows))
+        return
+    rep = run_paper(n_seeds=n_seeds, audit_seeds=audit_seeds, audit=not no_audit, certify=certify,
+                    jobs=jobs or default_jobs(), progress=progress_printer(verbose))
+    if rows_path is not None:
+        write_rows(rep, rows_path)
+    if plot_dir is not None:
+        for path in plot_paper(rep, plot_dir):
+            click.echo(f"wrote {path}", err=True)
+    if as_json:
+        click.echo(json.dumps(paper_json(rep), indent=2))
+    else:
+        click.echo(format_paper(rep))

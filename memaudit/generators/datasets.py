@@ -5,6 +5,8 @@ per package: file name, id, sha256, generator + version + seed + parameters (``h
 files written by hand), stream cost and, at each budget fraction, the certified OPT (bnb,
 certified by HiGHS), the chosen store, each method's status, time and statistics, and the
 certified OPT of the same package without tombstone and compound_update candidates.
+Every generated package carries its own default ``budget``: :data:`memaudit.generators.DEFAULT_BUDGET_FRAC`
+(0.25) of its stream cost, so ``memaudit solve PACKAGE`` needs no flag.
 ``scripts/build_packages_data.py`` writes them; ``tests/test_shipped_packages.py`` checks them.
 """
 
@@ -130,7 +132,7 @@ def build_set(name: str, root, *, force: bool = False, allow_rewrite: bool = Fal
     from ..certificate import solver_versions, write_json
     from ..fileio import atomic_write
     from ..package import load_package, package_sha256, package_to_dict
-    from . import GENERATOR_VERSION, GENERATORS, generate
+    from . import DEFAULT_BUDGET_FRAC, GENERATOR_VERSION, GENERATORS, generate
     from .. import __version__
 
     say = say or (lambda line: None)
@@ -150,7 +152,7 @@ def build_set(name: str, root, *, force: bool = False, allow_rewrite: bool = Fal
     entries = []  # (file name, sha256, package, provenance, bytes to write or None)
     generated = set()
     for family, seed, params in set_specs(name):
-        pkg = generate(family, seed, **params)
+        pkg = generate(family, seed, budget_frac=DEFAULT_BUDGET_FRAC, **params)
         path = directory / f"{pkg.id}.json"
         generated.add(path.name)
         data = (json.dumps(package_to_dict(pkg), indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
@@ -199,7 +201,8 @@ def build_set(name: str, root, *, force: bool = False, allow_rewrite: bool = Fal
             atomic_write(directory / file_name, data)
             say(f"wrote {directory / file_name}")
     manifest = {"format": MANIFEST_FORMAT, "set": name, "memaudit_version": versions["memaudit_version"],
-                "generator_version": GENERATOR_VERSION, "budget_fracs": list(BUDGET_FRACS), "method": "bnb",
+                "generator_version": GENERATOR_VERSION, "budget_fracs": list(BUDGET_FRACS),
+                "default_budget_frac": DEFAULT_BUDGET_FRAC, "method": "bnb",
                 "backend": "milp-highs", "backend_versions": versions["backend_versions"], "packages": packages}
     write_json(manifest, manifest_path(directory))
     say(f"wrote {manifest_path(directory)} ({len(packages)} packages)")

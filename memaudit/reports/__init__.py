@@ -1,0 +1,1 @@
+"""Reports that rerun a published protocol: ``memaudit report paper`` (:mod:`memaudit.reports.paper`)."""
