@@ -267,8 +267,12 @@ def _decompose(problem: Problem, active: np.ndarray, max_combos: int):
     inc = sp.csr_array((np.ones(cov.nnz), (np.repeat(g_of, np.diff(cov.indptr)), cov.indices)),
                        shape=(problem.n_groups, problem.n_units))
     inc.data[:] = 1.0
-    link = (inc @ inc.T).tocsr()
-    n_comp, label = connected_components(link, directed=False)
+    # components of the bipartite group-unit graph (linear in the incidence; a group x group product is
+    # quadratic when many groups share a unit); group nodes come first, so their labels are 0..n_comp-1
+    bip = sp.bmat([[None, inc], [inc.T, None]], format="csr")
+    _, label_all = connected_components(bip, directed=False)
+    label = label_all[:problem.n_groups]
+    n_comp = int(label.max()) + 1 if label.size else 0
     comp_size = np.bincount(label[np.unique(g_of)], minlength=n_comp)
     single_gain = marginal_gains(problem, np.zeros(problem.n_units), cand)
     # groups alone in their component: each candidate is an option worth its standalone value
