@@ -39,7 +39,7 @@ class AuditReport:
     shape: str
     order: str
     package_id: str
-    budget: float
+    budget: float | None
     cost_model: str
     opt: float | None
     opt_status: str | None
@@ -204,12 +204,20 @@ def audit_export(pkg: Package, export: Export, rows, *, budget=None, budget_frac
     memory states a superseded value without an invalidation cue and no memory covers the current
     unit, and a *conflict* when the current unit is covered too.
 
+    A partial view (``export.view == "partial"``: search results, one item, an add() return,
+    one page, a by-tag resource) is not scored (no OPT is solved, the ratio fields are None):
+    only its leaks, stale values, conflicts and uncovered units are reported, and it needs no
+    budget.
+
     Raises
     ------
     StoreError
         OPT is 0 at this budget (nothing to score against).
     """
-    b = resolve_budget(pkg, budget=budget, budget_frac=budget_frac)
+    if export.scores_store or budget is not None or budget_frac is not None or pkg.budget is not None:
+        b = resolve_budget(pkg, budget=budget, budget_frac=budget_frac)
+    else:
+        b = None  # a partial view is not scored: it needs no budget
     union = build_union(pkg, export, rows, sources=sources)
     spec = store_audit_spec(pkg)
     covered = {r.unit for r in union.rows if r.unit is not None and r.coverage > 0}
