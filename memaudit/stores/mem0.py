@@ -6,7 +6,7 @@ import datetime as dt
 import os
 
 from .export import DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, claim_unique, expect, parse_time, time_key, where
-from .models import Mem0HistoryRow, OpenMemoryLine, OpenMemoryListItem, OpenMemoryMemory, QdrantRecord, check_row
+from .models import Mem0HistoryRow, Mem0Item, OpenMemoryLine, OpenMemoryListItem, OpenMemoryMemory, QdrantRecord, check_row
 from .reading import JsonLines, read_document
 
 __all__ = ["load_mem0", "mem0_from_data", "parse_as_of"]
@@ -215,17 +215,14 @@ def _from_items(rows: list, path: str, shape: str, as_of: dt.date | None, *, rec
         at = where(path, i, row)
         if not isinstance(row, dict):
             raise StoreError(f"{at}: a memory item must be an object (JSON {{...}}); got {type(row).__name__}")
-        mid = expect(row, "id", str, at, required=True)
-        claim_unique(seen, "id", mid, at, f"item [{i}]")
-        text = expect(row, "memory", str, at, required="source_payload" not in row)
         payload = None
-        if text is None:  # migration records keep the text in the raw payload as 'data'
+        if "memory" not in row and "source_payload" in row:  # migration records keep the text in the raw payload
             payload = expect(row, "source_payload", dict, at)
             text = expect(payload, "data", str, at + ".source_payload", required=True)
-        created = expect(row, "created_at", (str, type(None)), at)
-        updated = expect(row, "updated_at", (str, type(None)), at)
-        expect(row, "hash", (str, type(None)), at)
-        expect(row, "metadata", (dict, type(None)), at)
+            row = {**row, "memory": text}
+        checked = check_row(Mem0Item, row, at)
+        mid, text, created, updated = checked.id, checked.memory, checked.created_at, checked.updated_at
+        claim_unique(seen, "id", mid, at, f"item [{i}]")
         exp = _expiry(row, payload, at)
         item = _item(mid, text, created, updated, i, row, path, warnings, at)
         times += [parse_time(created), parse_time(updated)]

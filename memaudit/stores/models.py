@@ -10,7 +10,7 @@ the importers' one-line message: ``FILE: item [3] (id 'x'): field 'memory' must 
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Optional, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -200,5 +200,8 @@ def check_row(model: type[BaseModel], row, at: str):
             name = _EXPECTED.get(e["type"])
             if name and name not in names and name != "null":
                 names.append(name)
+        info = model.model_fields.get(field) if isinstance(field, str) else None
+        if info is not None and type(None) in get_args(info.annotation):
+            names.append("null")
         kinds = " or ".join(names) or "a valid value"
         raise StoreError(f"{at}: field {field!r} must be {kinds}; got {_show(row.get(field))}") from None
