@@ -301,3 +301,22 @@ def test_one_out_of_range_judge_answer_fails_that_memory_only(tmp_path):
     lines = out.read_text().splitlines()
     money = "05c5044b-ba72-409c-8bff-5742a8251cb3"  # the sample's Money-class memory
     assert not any(line.startswith(money) for line in lines) and len(lines) > 10
+
+
+def test_more_shapes_the_products_write(tmp_path):
+    # mem0 0.1.x with version="v1.0": search() and add() return bare lists
+    hits = load_any(write(tmp_path, "s.json", [{"id": "a", "memory": "Tabs", "score": 0.4}]))
+    assert hits.view == "partial" and "search() bare list" in hits.shape
+    add = load_any(write(tmp_path, "a.json", [{"id": "a", "memory": "Tabs", "event": "ADD"}]))
+    assert add.view == "partial" and "add() return, bare list" in add.shape
+    # qdrant-client scroll() returns (records, next_page_offset)
+    rec = {"id": "r1", "payload": {"data": "Prod runs in eu-central-1"}, "vector": None}
+    full = load_any(write(tmp_path, "q.json", [[rec], None]))
+    part = load_any(write(tmp_path, "q2.json", [[rec], "r2"]))
+    assert (full.product, full.view, part.view) == ("mem0", "full", "partial")
+    # Letta blocks.list(): the core memory lines
+    blocks = load_any(write(tmp_path, "b.json", [{"id": "block-1", "label": "human", "value": "Dana\nLead"}]))
+    assert blocks.product == "letta" and [i.id for i in blocks.items] == ["block-1:line1", "block-1:line2"]
+    # A-Mem memory://stats holds counts, not memories: a one-line refusal naming it
+    with pytest.raises(StoreError, match="memory://stats resource: counts and a tag distribution, no memories"):
+        load_any(write(tmp_path, "st.json", {"total_memories": 3, "evolution_count": 0, "tag_distribution": {}}))

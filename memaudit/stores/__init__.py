@@ -58,7 +58,8 @@ def detect_product(data) -> str | None:
             return "mem0"  # Qdrant scroll points
         if is_search_output(data):
             return "amem"
-        if any(k in data for k in ("notes", "note", "memories")) or ("ids" in data and "metadatas" in data):
+        if any(k in data for k in ("notes", "note", "memories")) or ("ids" in data and "metadatas" in data) \
+                or "tag_distribution" in data:
             return "amem"
         if data.get("kind") == "mem0_oss_qdrant_export":
             return "mem0"
@@ -75,6 +76,9 @@ def detect_product(data) -> str | None:
             return "mem0"  # {memory_id: history rows}
         return None
     if isinstance(data, list):
+        if len(data) == 2 and isinstance(data[0], list) and data[0] and isinstance(data[0][0], dict) \
+                and "payload" in data[0][0]:
+            return "mem0"  # qdrant-client scroll() pair (records, next offset)
         first = next((r for r in data if isinstance(r, dict)), None)
         if first is None:
             return None
@@ -84,6 +88,8 @@ def detect_product(data) -> str | None:
             return "mem0"  # raw Qdrant records
         if "text" in first and str(first.get("id", "")).startswith("passage-"):
             return "letta"
+        if "label" in first and "value" in first:
+            return "letta"  # core memory blocks
         if "content" in first and "state" in first and "keywords" not in first:
             return "mem0"  # OpenMemory memories.jsonl rows
         if "content" in first:

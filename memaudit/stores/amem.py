@@ -65,6 +65,9 @@ def amem_from_data(data, path: str = "<amem>") -> Export:
                         "read the notes with read_memory_note for a full audit")
     elif is_search_output(data):
         return _search_results(data, path)
+    elif isinstance(data, dict) and "tag_distribution" in data and "total_memories" in data:
+        raise StoreError(f"{path}: this is the A-Mem memory://stats resource: counts and a tag distribution, no "
+                         "memories; audit memory://all or a read_memory_note dump instead")
     elif isinstance(data, dict) and isinstance(data.get("ids"), list) and "metadatas" in data:
         shape = "a-mem ChromaDB collection.get() dump"
         notes = _chroma_notes(data, path)

@@ -16,7 +16,8 @@ from ..clitools import budget_options, check_budget_flags, num, same_file, table
 __all__ = ["COMMANDS"]
 
 _PRODUCT_CHOICE = click.Choice(["mem0", "letta", "amem"])
-_MAX_BYTES_HELP = "Refuse export files larger than N bytes (default 64 MiB; 0 = no limit)."
+_MAX_BYTES_HELP = ("Refuse export files, and gzip / zip contents once unpacked, larger than N bytes (default 64 MiB; "
+                   "0 = no limit).")
 
 
 def _max_bytes(value):

@@ -42,6 +42,8 @@ def letta_from_data(data, path: str = "<letta>", *, include_messages: bool = Tru
         return _agent_file_v2(data, path, include_messages)
     if isinstance(data, dict) and "core_memory" in data:
         return _agent_file_v1(data, path, include_messages)
+    if isinstance(data, list) and data and all(isinstance(b, dict) and "value" in b and "label" in b for b in data):
+        return _blocks_list(data, path)
     if isinstance(data, list):
         return _passages(data, path, "letta archival passages (list)")
     if isinstance(data, dict) and isinstance(data.get("results"), list):
@@ -363,3 +365,18 @@ def _passages(rows: list, path: str, shape: str) -> Export:
             items.append(MemoryItem(id=pid, text=text, time=parse_time(raw_time), time_raw=raw_time, rank=0,
                                     source="archival", provenance={"file": path, "index": i, "tags": row.get("tags")}))
     return Export("letta", path, shape, _newest_first(items, 0), _ORDER, retained=retained)
+
+
+def _blocks_list(rows: list, path: str) -> Export:
+    """A list of core memory blocks (``blocks.list()`` / ``agents.blocks.list()``): every block line is served."""
+    blocks = []
+    seen: dict[str, str] = {}
+    for i, block in enumerate(rows):
+        at = where(path, i, block)
+        bid = expect(block, "id", (str, type(None)), at) or expect(block, "label", str, at, required=True)
+        claim_unique(seen, "id", bid, at, f"item [{i}]")
+        blocks.append((bid, block, at))
+    items = _unique_ids(_block_items(blocks, path, 0, stamped=False), path)
+    return Export("letta", path, "letta core memory blocks (list)", items, _ORDER,
+                  warnings=[f"{path}: a list of blocks holds no messages or passages; audit the agent file for the "
+                            "context window"])

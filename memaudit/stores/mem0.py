@@ -78,6 +78,16 @@ def mem0_from_data(data, path: str = "<mem0>", *, as_of=None, container: str = "
     """The :class:`Export` of already-parsed Mem0 JSON (see :func:`load_mem0`)."""
     as_of_date = parse_as_of(as_of) if not isinstance(as_of, dt.date) else as_of
     sfx = _suffix(container)
+    if isinstance(data, list) and len(data) == 2 and isinstance(data[0], list) and \
+            (data[1] is None or isinstance(data[1], (str, int))) and data[0] and \
+            all(isinstance(r, dict) and "payload" in r for r in data[0]):
+        # qdrant-client's scroll() returns (records, next_page_offset); json.dump writes it as a pair
+        out = _from_qdrant(data[0], path, "mem0 raw Qdrant scroll (records, next offset)" + sfx, as_of_date)
+        if data[1] is not None:
+            out.view = "partial"
+            out.warnings.append(f"{path}: the scroll has a next page (offset {data[1]!r}): a partial view; scroll to "
+                                "the end to audit the whole collection")
+        return out
     if isinstance(data, list):
         dicts = [r for r in data if isinstance(r, dict)]
         if data and len(dicts) == len(data) and all("memory_id" in r and "event" in r for r in data):
@@ -86,6 +96,12 @@ def mem0_from_data(data, path: str = "<mem0>", *, as_of=None, container: str = "
             return _from_qdrant(data, path, "mem0 raw Qdrant scroll records" + sfx, as_of_date)
         if isinstance(data, JsonLines) or (dicts and all("content" in r and "memory" not in r for r in dicts)):
             return _from_openmemory(data, path, "mem0 OpenMemory memories.jsonl" + sfx, OpenMemoryLine)
+        if dicts and any("score" in r for r in dicts):
+            return _from_items(data, path, "mem0 search() bare list (v1.0 format; a partial view: the memories most "
+                               "similar to one query)" + sfx, as_of_date, view="partial", order=_SEARCH_ORDER)
+        if dicts and any("event" in r for r in dicts):
+            return _from_add(data, path, "mem0 add() return, bare list (v1.0 format; the changes one add() call "
+                             "made, not the store)" + sfx)
         return _from_items(data, path, "mem0 get_all bare list (v1.0 format / old platform)" + sfx, as_of_date)
     if not isinstance(data, dict):
         raise StoreError(f"{path}: not a Mem0 export: expected a JSON list or object at the top level; "

@@ -9,12 +9,11 @@ the importers' one-line message: ``FILE: item [3] (id 'x'): field 'memory' must 
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal, Optional, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .export import StoreError
+from .export import StoreError, _show
 
 __all__ = ["Mem0Item", "Mem0HistoryRow", "QdrantRecord", "OpenMemoryMemory", "OpenMemoryLine", "OpenMemoryListItem",
            "LettaToolReturn", "AMemSearchResult", "check_row", "MODELS"]
@@ -158,11 +157,6 @@ MODELS = {m.__name__: m for m in (Mem0Item, Mem0HistoryRow, QdrantRecord, OpenMe
 
 _EXPECTED = {"string_type": "a string", "int_type": "an integer", "float_type": "a number", "bool_type": "a boolean",
              "dict_type": "an object (JSON {...})", "list_type": "a list (JSON array)", "none_required": "null"}
-
-
-def _show(v) -> str:
-    s = json.dumps(v, ensure_ascii=False, default=repr) if not isinstance(v, str) else repr(v)
-    return s if len(s) <= 60 else s[:57] + "..."
 
 
 def check_row(model: type[BaseModel], row, at: str):
