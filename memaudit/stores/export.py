@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import MemauditError
 
 __all__ = ["StoreError", "MemoryItem", "Export", "DEFAULT_MAX_BYTES", "VIEWS", "parse_time",
-           "time_key", "expect", "where", "claim_unique", "PRODUCTS"]
+           "time_key", "expect", "where", "claim_unique", "PRODUCTS", "ranked_newest_first", "with_rank"]
 
 #: files larger than this many bytes are refused (override with ``max_bytes`` / ``--max-bytes``)
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -260,3 +260,13 @@ def time_key(time: str | None) -> int | None:
     if time is None:
         return None
     return (dt.datetime.fromisoformat(time.rstrip("Z")) - dt.datetime.min) // _MICROSECOND
+
+
+def ranked_newest_first(items: list[MemoryItem]) -> list[MemoryItem]:
+    """``items`` ranked newest first (times compared as times); unknown times last; ties keep their order."""
+    order = sorted(range(len(items)), key=lambda k: (items[k].time is None, -(time_key(items[k].time) or 0), k))
+    return [with_rank(items[k], r) for r, k in enumerate(order)]
+
+
+def with_rank(item: MemoryItem, rank: int) -> MemoryItem:
+    return MemoryItem(item.id, item.text, item.time, item.time_raw, rank, item.source, item.provenance)

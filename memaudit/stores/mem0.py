@@ -5,14 +5,16 @@ from __future__ import annotations
 import datetime as dt
 import os
 
-from .export import DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, claim_unique, expect, parse_time, time_key, where
-from .models import Mem0HistoryRow, Mem0Item, OpenMemoryLine, OpenMemoryListItem, OpenMemoryMemory, QdrantRecord, check_row
+from .export import (DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, claim_unique, expect, parse_time,
+                     ranked_newest_first, time_key, where, with_rank)
+from .models import Mem0HistoryRow, Mem0Item, OpenMemoryLine, OpenMemoryMemory, QdrantRecord, check_row
+from .openmemory import ORDER as _ORDER
+from .openmemory import from_openmemory as _from_openmemory
+from .openmemory import from_openmemory_page as _from_openmemory_page
 from .reading import JsonLines, read_document
 
 __all__ = ["load_mem0", "mem0_from_data", "parse_as_of"]
 
-_ORDER = ("newest first by updated_at (created_at when updated_at is null); Mem0 keeps no salience score and "
-          "get_all returns vector-store id order")
 _SEARCH_ORDER = "search() order: most similar first (the product's own ranking for that query)"
 #: replay order of one memory's history rows when their times cannot order them: a memory is added before it is
 #: updated and updated before it is deleted
@@ -248,7 +250,7 @@ def _from_items(rows: list, path: str, shape: str, as_of: dt.date | None, *, rec
                 expiries[mid] = exp
     retained: list[dict] = []
     items = _apply_expiry(items, expiries, _Clock(as_of, recorded, times), path, retained, warnings)
-    ranked = _ranked(items) if order == _ORDER else [_with_rank(it, r) for r, it in enumerate(items)]
+    ranked = ranked_newest_first(items) if order == _ORDER else [with_rank(it, r) for r, it in enumerate(items)]
     return Export("mem0", path, shape, ranked, order, retained=retained, warnings=warnings, view=view)
 
 
@@ -315,18 +317,8 @@ def _from_add(rows: list, path: str, shape: str) -> Export:
             items.append(item)
     warnings.append(f"{path}: an add() return lists only what one add() call changed; audit a get_all dump for the "
                     "store")
-    return Export("mem0", path, shape, [_with_rank(it, r) for r, it in enumerate(items)],
+    return Export("mem0", path, shape, [with_rank(it, r) for r, it in enumerate(items)],
                   "the order of the add() return", retained=retained, warnings=warnings, view="partial")
-
-
-def _ranked(items: list[MemoryItem]) -> list[MemoryItem]:
-    """Newest first; unknown times last; ties keep export order."""
-    order = sorted(range(len(items)), key=lambda k: (items[k].time is None, -(time_key(items[k].time) or 0), k))
-    return [_with_rank(items[k], r) for r, k in enumerate(order)]
-
-
-def _with_rank(item: MemoryItem, rank: int) -> MemoryItem:
-    return MemoryItem(item.id, item.text, item.time, item.time_raw, rank, item.source, item.provenance)
 
 
 # -- history ---------------------------------------------------------------------
@@ -382,59 +374,5 @@ def _from_history(rows: list, path: str, shape: str) -> Export:
                         "a readable time; those are replayed in file order")
     if not items:
         warnings.append(f"{path}: the history leaves no memory in the store (every memory was deleted)")
-    return Export("mem0", path, shape + " (store rebuilt from ADD / UPDATE / DELETE)", _ranked(items), _ORDER,
+    return Export("mem0", path, shape + " (store rebuilt from ADD / UPDATE / DELETE)", ranked_newest_first(items), _ORDER,
                   retained=retained, warnings=warnings, view="rebuilt")
-
-
-# -- OpenMemory ------------------------------------------------------------------
-
-def _from_openmemory(rows: list, path: str, shape: str, model) -> Export:
-    """OpenMemory backup rows: active memories are served; paused / archived / deleted ones are retained."""
-    items, retained, warnings = [], [], []
-    seen: dict[str, str] = {}
-    for i, raw in enumerate(rows):
-        at = where(path, i, raw)
-        row = check_row(model, raw, at)
-        claim_unique(seen, "id", row.id, at, f"item [{i}]")
-        state = row.state or "active"
-        raw_time = row.updated_at or row.created_at
-        if state != "active":
-            retained.append({"id": row.id, "text": row.content, "where": f"OpenMemory backup, state {state!r}"})
-            continue
-        if row.content.strip():
-            items.append(MemoryItem(id=row.id, text=row.content, time=parse_time(raw_time), time_raw=raw_time, rank=0,
-                                    source="memory", provenance={"file": path, "index": i, "state": state,
-                                                                 "app_id": row.app_id}))
-    if retained:
-        warnings.append(f"{path}: {len(retained)} memories are paused, archived or deleted: not served, but kept in "
-                        "the backup (scanned for leaks)")
-    return Export("mem0", path, shape, _ranked(items), _ORDER, retained=retained, warnings=warnings)
-
-
-def _epoch_or_iso(raw):
-    if isinstance(raw, (int, float)) and not isinstance(raw, bool) and 0 <= raw < 10 ** 11:
-        return dt.datetime.fromtimestamp(raw, dt.timezone.utc).isoformat()
-    return raw
-
-
-def _from_openmemory_page(data: dict, path: str, shape: str) -> Export:
-    rows = data["items"]
-    items, retained, warnings = [], [], []
-    seen: dict[str, str] = {}
-    for i, raw in enumerate(rows):
-        at = where(path, i, raw)
-        row = check_row(OpenMemoryListItem, raw, at)
-        claim_unique(seen, "id", row.id, at, f"item [{i}]")
-        raw_time = _epoch_or_iso(row.created_at)
-        if (row.state or "active") != "active":
-            retained.append({"id": row.id, "text": row.content, "where": f"OpenMemory list page, state {row.state!r}"})
-        elif row.content.strip():
-            items.append(MemoryItem(id=row.id, text=row.content, time=parse_time(raw_time), time_raw=row.created_at,
-                                    rank=0, source="memory", provenance={"file": path, "index": i,
-                                                                         "app_name": row.app_name}))
-    total, pages = data.get("total"), data.get("pages")
-    partial = (isinstance(pages, int) and pages > 1) or (isinstance(total, int) and total > len(rows))
-    if partial:
-        shape += f" (page {data.get('page')!r} of {pages!r}: a partial view; fetch every page, or use the backup)"
-    return Export("mem0", path, shape, _ranked(items), _ORDER, retained=retained, warnings=warnings,
-                  view="partial" if partial else "full")
