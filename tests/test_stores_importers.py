@@ -98,13 +98,38 @@ def test_mem0_history_rows_are_replayed_in_time_order(tmp_path):
     assert not e.warnings
 
 
-def test_mem0_history_without_readable_times_keeps_file_order(tmp_path):
+def test_mem0_history_without_readable_times_replays_by_event(tmp_path):
+    # an ADD without a time still comes before the UPDATE of the same memory
     p = tmp_path / "h.json"
     p.write_text(json.dumps([{"id": "h1", "memory_id": "m1", "event": "ADD", "new_memory": "a"},
                              {"id": "h2", "memory_id": "m1", "event": "UPDATE", "old_memory": "a", "new_memory": "b",
                               "created_at": "2026-01-01T00:00:00Z"}]))
     e = load_mem0(p)
-    assert texts(e) == ["b"] and any("in file order" in w for w in e.warnings)
+    assert texts(e) == ["b"] and e.view == "rebuilt"
+
+
+def test_mem0_history_delete_without_times_before_its_add_stays_deleted(tmp_path):
+    # mem0 0.1.118 writes DELETE rows with both times null, and get_history sorts them first
+    p = tmp_path / "h.json"
+    p.write_text(json.dumps([
+        {"id": "d", "memory_id": "m2", "event": "DELETE", "old_memory": "Phone +44 7700 900461", "new_memory": None,
+         "created_at": None, "updated_at": None, "is_deleted": True},
+        {"id": "a", "memory_id": "m2", "event": "ADD", "old_memory": None, "new_memory": "Phone +44 7700 900461",
+         "created_at": "2026-05-19T09:48:00-07:00", "updated_at": None, "is_deleted": False},
+        {"id": "b", "memory_id": "m1", "event": "ADD", "new_memory": "Tabs, not spaces",
+         "created_at": "2026-04-22T06:07:00-07:00", "updated_at": None}]))
+    e = load_mem0(p)
+    assert texts(e) == ["Tabs, not spaces"] and not holds(e, PHONE)
+    assert [r["text"] for r in e.retained] == ["Phone +44 7700 900461"]
+
+
+def test_mem0_history_updates_without_times_keep_file_order_with_a_warning(tmp_path):
+    p = tmp_path / "h.json"
+    p.write_text(json.dumps([{"id": "h1", "memory_id": "m1", "event": "ADD", "new_memory": "a"},
+                             {"id": "h2", "memory_id": "m1", "event": "UPDATE", "old_memory": "a", "new_memory": "b"},
+                             {"id": "h3", "memory_id": "m1", "event": "UPDATE", "old_memory": "b", "new_memory": "c"}]))
+    e = load_mem0(p)
+    assert texts(e) == ["c"] and any("in file order" in w for w in e.warnings)
 
 
 def test_mem0_order_compares_times_not_characters(tmp_path):

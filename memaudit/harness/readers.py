@@ -11,17 +11,12 @@ cache keyed by prompt and command).  A judge command grades answers with seed 00
 from __future__ import annotations
 
 import hashlib
-import json
-import math
-import os
 import re
 import shlex
-import signal
-import subprocess
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .. import commands as _commands
 from .errors import HarnessError, ReaderError
 from .match import words
 
@@ -132,137 +127,29 @@ def is_abstention(text: str) -> bool:
 
 
 def split_command(cmd, what: str) -> list[str]:
-    """A command string split like a POSIX shell would (no shell is run)."""
-    if isinstance(cmd, (list, tuple)):
-        argv = [str(a) for a in cmd]
-    else:
-        try:
-            argv = shlex.split(cmd or "")
-        except ValueError as exc:
-            raise HarnessError(f"{what} {cmd!r} cannot be parsed: {exc}") from None
-    if not argv:
-        raise HarnessError(f"{what} is empty; give a command such as \"claude -p\"")
-    return argv
+    """A command string split like a POSIX shell would (no shell is run); see :func:`memaudit.commands.split_command`."""
+    return _commands.split_command(cmd, what, error=HarnessError)
 
 
-def _cache_path(cache_dir: str, argv: list[str], prompt: str) -> str:
-    key = hashlib.sha256(json.dumps([argv, prompt], ensure_ascii=False).encode("utf-8")).hexdigest()
-    return os.path.join(cache_dir, key[:2], key + ".json")
-
-
-def run_command(argv: list[str], prompt: str, *, timeout: float = 120.0, retries: int = 2, backoff: float = 1.0,
+def run_command(argv: list[str], prompt: str, *, timeout: float = _commands.DEFAULT_TIMEOUT,
+                retries: int = _commands.DEFAULT_RETRIES, backoff: float = _commands.DEFAULT_BACKOFF,
                 cache_dir: str | None = None, what: str = "reader command", item: str = "") -> tuple[str, bool]:
-    """Send ``prompt`` to the command ``argv`` on standard input; return (stripped output, cached).
+    """:func:`memaudit.commands.run_command` raising :class:`ReaderError`: (stripped output, cached).
 
-    A run that exits non-zero, times out or prints nothing is retried ``retries`` times, waiting
-    ``backoff``, then ``2 * backoff``, ``4 * backoff``, ... seconds before each retry.  The command
-    runs in its own process group; on a time-out the whole group is killed (a wrapper's children
-    too).  With ``cache_dir``, outputs are cached in a JSON file keyed by sha256 of (command,
-    prompt): a rerun asks nothing twice.
-
-    Raises
-    ------
-    ReaderError
-        When the command cannot be started, or still fails after the retries, or its output
-        cannot be cached; names the command, the ``item`` (probe) and the last failure.
+    A run that exits non-zero, times out or prints nothing is retried with exponential back-off;
+    on a time-out the command's whole process group is killed; outputs are cached in the
+    layout shared with ``memaudit adjudicate`` (see :mod:`memaudit.commands`).
     """
-    path = _cache_path(cache_dir, argv, prompt) if cache_dir else None
-    if path and os.path.exists(path):
-        try:
-            with open(path, encoding="utf-8") as fh:
-                return json.load(fh)["output"], True
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # an unreadable cache entry is asked again and rewritten
-    where = f" for {item}" if item else ""
-    last = ""
-    for attempt in range(retries + 1):
-        if attempt:
-            time.sleep(min(_MAX_SECONDS, backoff * 2.0 ** min(attempt - 1, 60)))
-        try:
-            returncode, stdout, stderr = _run_once(argv, prompt, timeout)
-        except FileNotFoundError:
-            raise ReaderError(f"{what} {shlex.join(argv)!r}: program {argv[0]!r} not found") from None
-        except PermissionError:
-            raise ReaderError(f"{what} {shlex.join(argv)!r}: program {argv[0]!r} is not executable") from None
-        except OSError as exc:
-            raise ReaderError(f"{what} {shlex.join(argv)!r}: program {argv[0]!r} cannot be run: "
-                              f"{exc.strerror or exc}") from None
-        except subprocess.TimeoutExpired:
-            last = f"timed out after {timeout:g} s"
-            continue
-        out = stdout.strip()
-        if returncode != 0:
-            err = stderr.strip().splitlines()
-            last = f"exit status {returncode}" + (f": {err[-1]}" if err else "")
-            continue
-        if not out:
-            last = "empty output"
-            continue
-        if path:
-            from ..fileio import atomic_write
-
-            try:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-            except OSError as exc:
-                raise ReaderError(f"{what} {shlex.join(argv)!r}: cannot write the cache entry {path}: "
-                                  f"{exc.strerror or exc}") from None
-            doc = {"command": argv, "prompt_sha256": hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
-                   "output": out}
-            try:
-                atomic_write(path, json.dumps(doc, ensure_ascii=False).encode("utf-8"), error=ReaderError)
-            except ReaderError as exc:
-                raise ReaderError(f"{what} {shlex.join(argv)!r}: cannot write the cache entry ({exc})") from None
-        return out, False
-    raise ReaderError(f"{what} {shlex.join(argv)!r} failed{where} after {retries + 1} attempt(s): {last}")
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """Kill ``proc`` and everything in its process group (it was started as a group leader)."""
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover - not POSIX
-            proc.kill()
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _run_once(argv: list[str], prompt: str, timeout: float) -> tuple[int, str, str]:
-    """One run of ``argv`` in a new session (so a time-out kills its children too)."""
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, encoding="utf-8", errors="replace", start_new_session=True)
-    try:
-        stdout, stderr = proc.communicate(prompt, timeout=timeout)
-    except BaseException:  # a time-out, or Ctrl-C: leave no process behind
-        _kill_group(proc)
-        try:
-            proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:  # a descendant left the group and holds the pipes
-            for fh in (proc.stdout, proc.stderr):
-                fh.close()
-            proc.wait()
-        raise
-    return proc.returncode, stdout, stderr
-
-
-#: longest time-out and back-off accepted (a day): beyond that a finite number still overflows sleep()
-_MAX_SECONDS = 86400.0
+    return _commands.run_command(argv, prompt, timeout=timeout, retries=retries, backoff=backoff,
+                                 cache_dir=cache_dir, what=what, item=item, error=ReaderError)
 
 
 def _check_run_settings(what, timeout, retries, backoff):
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
-            or not 0 < timeout <= _MAX_SECONDS:
-        raise HarnessError(f"{what}: timeout must be a finite number of seconds in (0, {_MAX_SECONDS:g}]; "
-                           f"got {timeout!r}")
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise HarnessError(f"{what}: retries must be an integer >= 0; got {retries!r}")
-    if isinstance(backoff, bool) or not isinstance(backoff, (int, float)) or not math.isfinite(backoff) \
-            or not 0 <= backoff <= _MAX_SECONDS:
-        raise HarnessError(f"{what}: backoff must be a finite number of seconds in [0, {_MAX_SECONDS:g}]; "
-                           f"got {backoff!r}")
+    _commands.check_run_settings(what, timeout, retries, backoff, error=HarnessError)
 
 
-def command_reader(cmd, *, timeout: float = 120.0, retries: int = 2, backoff: float = 1.0,
+def command_reader(cmd, *, timeout: float = _commands.DEFAULT_TIMEOUT, retries: int = _commands.DEFAULT_RETRIES,
+                   backoff: float = _commands.DEFAULT_BACKOFF,
                    cache_dir: str | None = None, prompt: str = READER_PROMPT) -> Reader:
     """A reader that pipes :data:`READER_PROMPT` (memory + question) to ``cmd`` on standard input
     and takes its standard output as the answer; an answer that only declines ("I don't know",
@@ -357,8 +244,9 @@ class Judge:
         return "abstained" if _verdict(out, ("yes", "no"), self.argv, item) == "yes" else "answered"
 
 
-def judge_command(cmd, *, reader: Reader | None = None, allow_same_judge: bool = False, timeout: float = 120.0,
-                  retries: int = 2, backoff: float = 1.0, cache_dir: str | None = None) -> Judge:
+def judge_command(cmd, *, reader: Reader | None = None, allow_same_judge: bool = False,
+                  timeout: float = _commands.DEFAULT_TIMEOUT, retries: int = _commands.DEFAULT_RETRIES,
+                  backoff: float = _commands.DEFAULT_BACKOFF, cache_dir: str | None = None) -> Judge:
     """A judge that sends seed 000's rubric to ``cmd``.  Refuses a judge identical to the command
     reader (grading with the model that answered invites self-enhancement bias) unless
     ``allow_same_judge``."""

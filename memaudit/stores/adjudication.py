@@ -3,23 +3,28 @@
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import math
 import os
 import shlex
-import subprocess
+from dataclasses import dataclass, field
 
+from ..commands import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, check_run_settings, run_command
 from ..fileio import atomic_write
-from .export import StoreError, read_json_file
+from .export import StoreError
 from .matcher import CoverageRow, matcher_rows
+from .reading import read_json_file
 
 __all__ = ["read_adjudication", "write_adjudication", "combine_rows", "judge_prompt", "parse_judge_answer",
-           "judge_rows", "COLUMNS"]
+           "judge_rows", "JudgeRun", "COLUMNS"]
 
 #: the columns of an adjudication file (``experience`` is optional)
 COLUMNS = ("memory", "unit", "coverage", "experience")
+
+
+class _BadAnswer(StoreError):
+    """A judge answer that is not a valid row (the memory is recorded as failed; the run goes on)."""
 
 
 def _coverage(v, at: str) -> float:
@@ -199,32 +204,47 @@ def parse_judge_answer(text: str, pkg, memory: str, cmd: str) -> dict[str, float
         except ValueError:
             start = text.find("{", start + 1)
     if not isinstance(obj, dict):
-        raise StoreError(f"judge {cmd!r} on memory {memory!r}: the answer holds no JSON object; got "
+        raise _BadAnswer(f"judge {cmd!r} on memory {memory!r}: the answer holds no JSON object; got "
                          f"{text.strip()[:80]!r}")
     units = {u.id for u in pkg.units}
     out = {}
     for unit, cov in obj.items():
         if unit not in units:
-            raise StoreError(f"judge {cmd!r} on memory {memory!r}: {unit!r} is not a unit of package {pkg.id!r}")
+            raise _BadAnswer(f"judge {cmd!r} on memory {memory!r}: {unit!r} is not a unit of package {pkg.id!r}")
         if isinstance(cov, bool) or not isinstance(cov, (int, float)) or not 0 <= cov <= 1:
-            raise StoreError(f"judge {cmd!r} on memory {memory!r}: the coverage of {unit!r} must be a number in "
+            raise _BadAnswer(f"judge {cmd!r} on memory {memory!r}: the coverage of {unit!r} must be a number in "
                              f"[0, 1]; got {cov!r}")
         if cov > 0:
             out[unit] = float(cov)
     return out
 
 
-def judge_rows(pkg, export, cmd: str, *, cache_dir, timeout: float = 300.0, progress=None) -> list[CoverageRow]:
+@dataclass
+class JudgeRun:
+    """What :func:`judge_rows` got from the judge: the rows of the memories it decided, and the
+    memories whose answer was unusable (``{"memory", "reason"}``), which the file leaves to the
+    matcher."""
+
+    rows: list[CoverageRow]
+    failed: list[dict] = field(default_factory=list)
+
+
+def judge_rows(pkg, export, cmd: str, *, cache_dir, timeout: float = DEFAULT_TIMEOUT, retries: int = DEFAULT_RETRIES,
+               backoff: float = DEFAULT_BACKOFF, progress=None) -> JudgeRun:
     """Ask ``cmd`` (split like a shell command line, run without a shell) about every memory of ``export``.
 
     The prompt (:func:`judge_prompt`) goes to the command's stdin; its stdout must hold one JSON
-    object ``{unit id: coverage}``.  Answers are cached in ``cache_dir`` under the SHA-256 of the
-    command and the prompt, so a rerun asks only about new or changed memories.
+    object ``{unit id: coverage}``.  The command runs through :func:`memaudit.commands.run_command`
+    (its own process group, killed on a time-out; ``retries`` with back-off); answers are cached
+    in ``cache_dir`` in the layout ``memaudit harness run`` uses too, so a rerun asks only about new
+    or changed memories.  An answer that is not a valid row (no JSON object, an unknown unit, a
+    coverage outside [0, 1]) is never cached: that memory is recorded as failed and the run goes on.
 
     Raises
     ------
     StoreError
-        The command cannot be run, fails, times out, or answers something that is not a valid row.
+        The command cannot be split or run, fails or times out after its retries, answers bytes
+        that are not UTF-8, or every memory's answer was unusable.
     """
     try:
         argv = shlex.split(cmd)
@@ -232,51 +252,32 @@ def judge_rows(pkg, export, cmd: str, *, cache_dir, timeout: float = 300.0, prog
         raise StoreError(f"--judge-cmd {cmd!r} cannot be split into a command line: {exc}") from None
     if not argv:
         raise StoreError("--judge-cmd is empty; give a command such as 'llm -m gpt-4o-mini'")
+    check_run_settings("--judge-cmd", timeout, retries, backoff, error=StoreError)
     cache_dir = os.fspath(cache_dir)
     try:
         os.makedirs(cache_dir, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"--cache-dir {cache_dir}: cannot create the judge cache directory: "
                          f"{exc.strerror or exc}") from None
-    rows = []
+    run = JudgeRun([])
     for k, item in enumerate(export.items):
         prompt = judge_prompt(pkg, item)
-        key = hashlib.sha256((cmd + "\0" + prompt).encode("utf-8")).hexdigest()
-        cached = os.path.join(cache_dir, key + ".json")
-        answer = None
-        if os.path.exists(cached):
-            try:
-                with open(cached, encoding="utf-8") as fh:
-                    answer = json.load(fh)["answer"]
-            except (OSError, ValueError, KeyError, TypeError):
-                answer = None  # a damaged cache entry is asked again
-        if answer is None:
-            if progress:
-                progress(f"judging memory {k + 1}/{len(export.items)} ({item.id})...")
-            try:
-                done = subprocess.run(argv, input=prompt.encode("utf-8"), capture_output=True, timeout=timeout)
-            except FileNotFoundError:
-                raise StoreError(f"judge command not found: {argv[0]!r} (from --judge-cmd {cmd!r})") from None
-            except subprocess.TimeoutExpired:
-                raise StoreError(f"judge {cmd!r} on memory {item.id!r}: no answer within {timeout:g} s") from None
-            except OSError as exc:  # not executable, not a program, ...
-                raise StoreError(f"cannot run the judge command {argv[0]!r} (from --judge-cmd {cmd!r}): "
-                                 f"{exc.strerror or exc}") from None
-            if done.returncode != 0:
-                err = done.stderr.decode("utf-8", errors="replace")
-                raise StoreError(f"judge {cmd!r} on memory {item.id!r} exited with code {done.returncode}: "
-                                 f"{' '.join(err.split())[:200]}")
-            try:
-                answer = done.stdout.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise StoreError(f"judge {cmd!r} on memory {item.id!r} answered bytes that are not UTF-8 (byte "
-                                 f"0x{done.stdout[exc.start]:02x} at offset {exc.start}); make it print UTF-8 "
-                                 "text") from None
-            parse_judge_answer(answer, pkg, item.id, cmd)  # never cache an invalid answer
-            atomic_write(cached, json.dumps({"cmd": cmd, "memory": item.id, "answer": answer}).encode("utf-8"),
-                         error=StoreError)
-        coverage = parse_judge_answer(answer, pkg, item.id, cmd)
+        what = f"memory {item.id!r}"
+        try:
+            answer, cached = run_command(argv, prompt, timeout=timeout, retries=retries, backoff=backoff,
+                                         cache_dir=cache_dir, what="judge command", item=what,
+                                         check=lambda out: parse_judge_answer(out, pkg, item.id, cmd),
+                                         error=StoreError)
+            coverage = parse_judge_answer(answer, pkg, item.id, cmd)
+        except _BadAnswer as exc:
+            run.failed.append({"memory": item.id, "reason": str(exc)})
+            continue
+        if progress and not cached:
+            progress(f"judged memory {k + 1}/{len(export.items)} ({item.id})")
         if not coverage:
-            rows.append(CoverageRow(item.id, None, 0.0, "judge"))
-        rows.extend(CoverageRow(item.id, unit, cov, "judge") for unit, cov in coverage.items())
-    return rows
+            run.rows.append(CoverageRow(item.id, None, 0.0, "judge"))
+        run.rows.extend(CoverageRow(item.id, unit, cov, "judge") for unit, cov in coverage.items())
+    if export.items and len(run.failed) == len(export.items):
+        raise StoreError(f"judge {cmd!r} gave no usable answer for any of the {len(export.items)} memories; the "
+                         f"first: {run.failed[0]['reason']}")
+    return run

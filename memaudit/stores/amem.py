@@ -6,10 +6,11 @@ import json
 import os
 import sys
 
-from .export import (DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, claim_unique, parse_time, read_json_file,
-                     time_key, where)
+from .export import DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, claim_unique, parse_time, time_key, where
+from .models import AMemSearchResult, check_row
+from .reading import read_document
 
-__all__ = ["load_amem", "amem_from_data"]
+__all__ = ["load_amem", "amem_from_data", "is_search_output"]
 
 _ORDER = ("most retrieved first (retrieval_count, A-Mem's own usage signal), then newest timestamp; notes without "
           "a count come last")
@@ -31,13 +32,14 @@ def load_amem(path, *, max_bytes: int | None = DEFAULT_MAX_BYTES) -> Export:
     (deleted notes) are reported as dangling.
     """
     path = os.fspath(path)
-    return amem_from_data(read_json_file(path, max_bytes=max_bytes, product="A-Mem"), path)
+    return amem_from_data(read_document(path, max_bytes=max_bytes, product="A-Mem").data, path)
 
 
 def amem_from_data(data, path: str = "<amem>") -> Export:
     """The :class:`Export` of already-parsed A-Mem JSON (see :func:`load_amem`)."""
     warnings: list[str] = []
     deleted: list[str] = []
+    view = "full"
     if isinstance(data, dict) and isinstance(data.get("notes"), dict):
         shape = "a-mem MCP read_memory_note bulk response"
         notes = []
@@ -47,13 +49,25 @@ def amem_from_data(data, path: str = "<amem>") -> Export:
             else:
                 notes.append((nid, note))
     elif isinstance(data, dict) and isinstance(data.get("note"), dict):
-        shape = "a-mem MCP read_memory_note response"
+        shape = "a-mem MCP read_memory_note response (a partial view: one note)"
+        view = "partial"
         notes = [(data["note"].get("id", 0), data["note"])]
+    elif isinstance(data, dict) and isinstance(data.get("memories"), list) and "tag" in data:
+        shape = f"a-mem MCP memory://by-tag/{data.get('tag')} resource (a partial view: the notes of one tag)"
+        view = "partial"
+        notes = list(enumerate(data["memories"]))
+        warnings.append(f"{path}: memory://by-tag lists only the notes of one tag and cuts content at 200 characters; "
+                        "audit memory://all or read_memory_note for the store")
     elif isinstance(data, dict) and isinstance(data.get("memories"), list):
         shape = "a-mem MCP memory://all resource"
         notes = list(enumerate(data["memories"]))
         warnings.append(f"{path}: memory://all cuts every note's content at 200 characters and leaves out links; "
                         "read the notes with read_memory_note for a full audit")
+    elif is_search_output(data):
+        return _search_results(data, path)
+    elif isinstance(data, dict) and "tag_distribution" in data and "total_memories" in data:
+        raise StoreError(f"{path}: this is the A-Mem memory://stats resource: counts and a tag distribution, no "
+                         "memories; audit memory://all or a read_memory_note dump instead")
     elif isinstance(data, dict) and isinstance(data.get("ids"), list) and "metadatas" in data:
         shape = "a-mem ChromaDB collection.get() dump"
         notes = _chroma_notes(data, path)
@@ -123,7 +137,7 @@ def amem_from_data(data, path: str = "<amem>") -> Export:
         _desc(items[k].time), k))
     ranked = [MemoryItem(items[k].id, items[k].text, items[k].time, items[k].time_raw, r, items[k].source,
                          items[k].provenance) for r, k in enumerate(order)]
-    return Export("amem", path, shape, ranked, _ORDER, warnings=warnings)
+    return Export("amem", path, shape, ranked, _ORDER, warnings=warnings, view=view)
 
 
 def _desc(time: str | None):
@@ -187,3 +201,36 @@ def _chroma_notes(data: dict, path: str) -> list:
             note["content"] = doc  # agiresearch stores the plain content as the document
         notes.append((i, note))
     return notes
+
+
+def is_search_output(data) -> bool:
+    """Whether ``data`` is an A-Mem MCP search-tool output: ``{"results": [{id, context, keywords, tags, score}]}``
+    (no ``memory`` text, which would make it Mem0's)."""
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        return False
+    rows = [r for r in data["results"] if isinstance(r, dict)]
+    return bool(rows) and all("memory" not in r and ("keywords" in r or "context" in r) for r in rows)
+
+
+def _search_results(data: dict, path: str) -> Export:
+    """A search-tool output: a partial view whose items are each result's context, keywords and tags
+    (and content when the tool returned it): text the product still serves for the query."""
+    items, warnings = [], []
+    seen: dict[str, str] = {}
+    for i, row in enumerate(data["results"]):
+        at = where(path, i, row)
+        res = check_row(AMemSearchResult, row, at)
+        claim_unique(seen, "id", res.id, at, f"item [{i}]")
+        keywords, tags = _as_list(res.keywords, at, "keywords"), _as_list(res.tags, at, "tags")
+        content = row.get("content") if isinstance(row.get("content"), str) else ""
+        context = None if res.context is None else str(res.context)
+        text = _note_text(content, context, keywords, tags).strip()
+        if not text:
+            warnings.append(f"{at}: the result holds no text, skipped")
+            continue
+        items.append(MemoryItem(id=res.id, text=text, time=None, time_raw=None, rank=len(items), source="search result",
+                                provenance={"file": path, "index": i, "score": res.score}))
+    warnings.append(f"{path}: a search-tool output is a partial view (the notes nearest one query, without their "
+                    "content); audit read_memory_note or memory://all for the store")
+    return Export("amem", path, "a-mem MCP search tool output (a partial view: results of one query)", items,
+                  "search order (Chroma distance, nearest first)", warnings=warnings, view="partial")

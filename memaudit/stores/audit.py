@@ -29,7 +29,9 @@ class AuditReport:
     Ratios are F(store) / OPT(union, B), all in [0, 1].  ``selected`` is the whole export as the
     product would inject it (0 when it does not fit B: ``over_budget``); ``upper_pruned`` the best
     subset of the export within B (extraction quality); ``salience_pruned`` the export cut to B in
-    the product's own order (selection quality).
+    the product's own order (selection quality).  A partial view (``view == "partial"``) cannot
+    score the store: ``scored`` is False and the OPT, cost and ratio fields are None; its leaks,
+    stale values and conflicts are still reported.
     """
 
     product: str
@@ -37,19 +39,19 @@ class AuditReport:
     shape: str
     order: str
     package_id: str
-    budget: float
+    budget: float | None
     cost_model: str
-    opt: float
-    opt_status: str
+    opt: float | None
+    opt_status: str | None
     n_items: int
-    store_cost: float
-    store_value: float
-    over_budget: bool
-    selected: float
-    upper_pruned: float
-    upper_status: str
+    store_cost: float | None
+    store_value: float | None
+    over_budget: bool | None
+    selected: float | None
+    upper_pruned: float | None
+    upper_status: str | None
     upper_ids: list[str]
-    salience_pruned: float
+    salience_pruned: float | None
     salience_ids: list[str]
     leaks: list[dict]
     retained_leaks: list[dict]
@@ -59,6 +61,12 @@ class AuditReport:
     adjudication: dict
     warnings: list[str] = field(default_factory=list)
     checked_leaks: bool = True
+    view: str = "full"
+
+    @property
+    def scored(self) -> bool:
+        """Whether the ratios score the store (False for a partial view)."""
+        return self.view != "partial"
 
     @property
     def verdict(self) -> str:
@@ -68,10 +76,11 @@ class AuditReport:
         return {
             "product": self.product, "export": self.export_path, "shape": self.shape, "order": self.order,
             "package": self.package_id, "budget": self.budget, "cost_model": self.cost_model,
+            "view": self.view, "scored": self.scored,
             "opt": self.opt, "opt_status": self.opt_status, "n_items": self.n_items,
             "store_cost": self.store_cost, "store_value": self.store_value, "over_budget": self.over_budget,
             "ratios": {"selected_store": self.selected, "upper_pruned": self.upper_pruned,
-                       "salience_pruned": self.salience_pruned},
+                       "salience_pruned": self.salience_pruned} if self.scored else None,
             "upper_pruned_status": self.upper_status,
             "upper_pruned_memories": self.upper_ids, "salience_pruned_memories": self.salience_ids,
             "leaks": self.leaks, "retained_leaks": self.retained_leaks, "leaks_checked": self.checked_leaks,
@@ -84,6 +93,12 @@ class AuditReport:
 def verdict_line(r: AuditReport) -> str:
     """A short plain-language verdict: which loss is bigger, extraction (1 - upper) or selection (upper - salience)."""
     parts = []
+    if not r.scored:
+        parts.append(f"a partial view ({r.shape}) cannot score the store: it shows {r.n_items} memor"
+                     f"{'y' if r.n_items == 1 else 'ies'} of it, so no ratio is given; audit a full export "
+                     "(get_all, the agent file, read_memory_note / memory://all) to score it")
+        _findings(r, parts)
+        return "; ".join(parts) + "."
     extraction_loss = 1.0 - r.upper_pruned
     selection_loss = r.upper_pruned - r.salience_pruned
     if extraction_loss <= 1e-6 and selection_loss <= 1e-6:
@@ -99,13 +114,17 @@ def verdict_line(r: AuditReport) -> str:
     if r.over_budget:
         parts.append(f"the full store costs {r.store_cost:g} > budget {r.budget:g}, so as a full-store view it "
                      "scores 0")
+    _findings(r, parts)
+    return "; ".join(parts) + "."
+
+
+def _findings(r: AuditReport, parts: list[str]) -> None:
     if r.leaks:
         attrs = sorted({leak["attribute"] for leak in r.leaks})
         parts.append(f"it still holds deleted values ({', '.join(attrs)}) in {len(r.leaks)} memor"
                      f"{'y' if len(r.leaks) == 1 else 'ies'}")
     if r.stale:
         parts.append(f"it holds superseded values without the current one ({', '.join(s['attribute'] for s in r.stale)})")
-    return "; ".join(parts) + "."
 
 
 def store_audit_spec(pkg: Package) -> dict | None:
@@ -185,14 +204,38 @@ def audit_export(pkg: Package, export: Export, rows, *, budget=None, budget_frac
     memory states a superseded value without an invalidation cue and no memory covers the current
     unit, and a *conflict* when the current unit is covered too.
 
+    A partial view (``export.view == "partial"``: search results, one item, an add() return,
+    one page, a by-tag resource) is not scored (no OPT is solved, the ratio fields are None):
+    only its leaks, stale values, conflicts and uncovered units are reported, and it needs no
+    budget.
+
     Raises
     ------
     StoreError
         OPT is 0 at this budget (nothing to score against).
     """
-    b = resolve_budget(pkg, budget=budget, budget_frac=budget_frac)
+    if export.scores_store or budget is not None or budget_frac is not None or pkg.budget is not None:
+        b = resolve_budget(pkg, budget=budget, budget_frac=budget_frac)
+    else:
+        b = None  # a partial view is not scored: it needs no budget
     union = build_union(pkg, export, rows, sources=sources)
     spec = store_audit_spec(pkg)
+    covered = {r.unit for r in union.rows if r.unit is not None and r.coverage > 0}
+    leaks, retained_leaks, stale, conflicts = _leaks_and_stale(spec, export, covered)
+    uncovered = [u.id for u in pkg.units if u.id not in covered]
+    warnings = list(export.warnings)
+    if spec is None:
+        warnings.append(f"package {pkg.id!r} has no meta.store_audit: leaks and stale values were not checked")
+    common = dict(product=export.product, export_path=export.path, shape=export.shape, order=export.order,
+                  package_id=pkg.id, budget=b, cost_model=pkg.cost_model, n_items=len(export.items), leaks=leaks,
+                  retained_leaks=retained_leaks, stale=stale, conflicts=conflicts, uncovered=uncovered,
+                  adjudication=sources or {}, checked_leaks=spec is not None, view=export.view)
+    if not export.scores_store:
+        warnings.append(f"{export.path} is a partial view of the store ({export.shape}): no ratio scores the store "
+                        "from it; the leaks and stale values it shows are real")
+        return AuditReport(opt=None, opt_status=None, store_cost=None, store_value=None, over_budget=None,
+                           selected=None, upper_pruned=None, upper_status=None, upper_ids=[], salience_pruned=None,
+                           salience_ids=[], warnings=warnings, **common), union
     report = solve_package(union.package, budget=b, method="bnb", backend=backend, progress=progress)
     opt = report.value
     if opt <= 0:
@@ -225,40 +268,37 @@ def audit_export(pkg: Package, export: Export, rows, *, budget=None, budget_frac
         taken.append(i)
         used_groups.add(g)
     salience_value = evaluate(problem, taken)
-
-    covered = {r.unit for r in union.rows if r.unit is not None and r.coverage > 0}
-    uncovered = [u.id for u in pkg.units if u.id not in covered]
-    leaks, retained_leaks, stale, conflicts = [], [], [], []
-    if spec is not None:
-        for entry in spec.get("deleted", []):
-            for item in export.items:
-                if mentions(item.text, entry["value_aliases"]):
-                    leaks.append({"attribute": entry["attribute"], "memory": item.id, "rank": item.rank,
-                                  "source": item.source, "text": item.text})
-            for kept in export.retained:
-                if mentions(kept["text"], entry["value_aliases"]):
-                    retained_leaks.append({"attribute": entry["attribute"], "memory": kept["id"],
-                                           "where": kept["where"], "text": kept["text"]})
-        for entry in spec.get("superseded", []):
-            held = [item.id for item in export.items if plain_mention(item.text, entry["old_aliases"])]
-            if not held:
-                continue
-            row = {"attribute": entry["attribute"], "memories": held, "current_unit": entry["current_unit"]}
-            (conflicts if entry["current_unit"] in covered else stale).append(row)
-    warnings = list(export.warnings)
     if why_not and not over_budget:
         warnings.append(f"the full store is not a feasible store ({why_not}): its selected-store ratio is 0")
-    if spec is None:
-        warnings.append(f"package {pkg.id!r} has no meta.store_audit: leaks and stale values were not checked")
     # F(subset of the union) <= OPT; only float noise may exceed 1
     selected, upper, salience = (1.0 if 1.0 < x <= 1.0 + 1e-9 else x
                                  for x in (selected, upper_value / opt, salience_value / opt))
     out = AuditReport(
-        product=export.product, export_path=export.path, shape=export.shape, order=export.order, package_id=pkg.id,
-        budget=b, cost_model=pkg.cost_model, opt=opt, opt_status=report.status, n_items=len(export.items),
-        store_cost=store_cost, store_value=store_value, over_budget=over_budget, selected=selected,
-        upper_pruned=upper, upper_status=upper_status, upper_ids=[memory_of[c] for c in compiled.ids(upper_idx)],
-        salience_pruned=salience, salience_ids=[memory_of[c] for c in compiled.ids(taken)], leaks=leaks,
-        retained_leaks=retained_leaks, stale=stale, conflicts=conflicts, uncovered=uncovered,
-        adjudication=sources or {}, warnings=warnings, checked_leaks=spec is not None)
+        opt=opt, opt_status=report.status, store_cost=store_cost, store_value=store_value, over_budget=over_budget,
+        selected=selected, upper_pruned=upper, upper_status=upper_status,
+        upper_ids=[memory_of[c] for c in compiled.ids(upper_idx)], salience_pruned=salience,
+        salience_ids=[memory_of[c] for c in compiled.ids(taken)], warnings=warnings, **common)
     return out, union
+
+
+def _leaks_and_stale(spec, export: Export, covered: set) -> tuple[list, list, list, list]:
+    """Leaks (served / retained memories holding a deleted value), stale values and conflicts."""
+    leaks, retained_leaks, stale, conflicts = [], [], [], []
+    if spec is None:
+        return leaks, retained_leaks, stale, conflicts
+    for entry in spec.get("deleted", []):
+        for item in export.items:
+            if mentions(item.text, entry["value_aliases"]):
+                leaks.append({"attribute": entry["attribute"], "memory": item.id, "rank": item.rank,
+                              "source": item.source, "text": item.text})
+        for kept in export.retained:
+            if mentions(kept["text"], entry["value_aliases"]):
+                retained_leaks.append({"attribute": entry["attribute"], "memory": kept["id"],
+                                       "where": kept["where"], "text": kept["text"]})
+    for entry in spec.get("superseded", []):
+        held = [item.id for item in export.items if plain_mention(item.text, entry["old_aliases"])]
+        if not held:
+            continue
+        row = {"attribute": entry["attribute"], "memories": held, "current_unit": entry["current_unit"]}
+        (conflicts if entry["current_unit"] in covered else stale).append(row)
+    return leaks, retained_leaks, stale, conflicts

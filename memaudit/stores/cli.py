@@ -16,7 +16,8 @@ from ..clitools import budget_options, check_budget_flags, num, same_file, table
 __all__ = ["COMMANDS"]
 
 _PRODUCT_CHOICE = click.Choice(["mem0", "letta", "amem"])
-_MAX_BYTES_HELP = "Refuse export files larger than N bytes (default 64 MiB; 0 = no limit)."
+_MAX_BYTES_HELP = ("Refuse export files, and gzip / zip contents once unpacked, larger than N bytes (default 64 MiB; "
+                   "0 = no limit).")
 
 
 def _max_bytes(value):
@@ -28,6 +29,9 @@ def _max_bytes(value):
 
 
 def _export_options(f):
+    f = click.option("--as-of", default=None, metavar="DATE",
+                     help="The export date (YYYY-MM-DD) Mem0 expiry is judged against (default: the time the file "
+                          "records, else at least its newest timestamp).")(f)
     f = click.option("--no-messages", is_flag=True,
                      help="Letta: audit the core memory blocks only, not the in-context messages.")(f)
     f = click.option("--max-bytes", type=click.IntRange(min=0), default=None, metavar="N", help=_MAX_BYTES_HELP)(f)
@@ -63,7 +67,7 @@ def _refuse_overwrite(output, *inputs):
               help="CSV / JSON rows (memory, unit, coverage[, experience]); memories it names use its rows, "
                    "the rest the deterministic matcher.")
 @_export_options
-def union_command(package, export, output, product, adjudication, max_bytes, no_messages):
+def union_command(package, export, output, product, adjudication, max_bytes, no_messages, as_of):
     """Write the union package of PACKAGE and the exported store EXPORT.
 
     Every exported memory becomes an `external` candidate in its own group (unless the
@@ -76,7 +80,7 @@ def union_command(package, export, output, product, adjudication, max_bytes, no_
 
     _refuse_overwrite(output, package, export, adjudication)
     pkg = load_package(package)
-    exp = load_any(export, product, max_bytes=_max_bytes(max_bytes), include_messages=not no_messages)
+    exp = load_any(export, product, max_bytes=_max_bytes(max_bytes), include_messages=not no_messages, as_of=as_of)
     rows, sources = _rows(pkg, exp, adjudication)
     union = build_union(pkg, exp, rows, sources=sources)
     save_package(union.package, output)
@@ -95,6 +99,20 @@ def _pct(x: float) -> str:
 def _print_audit(r):
     echo = click.echo
     echo(f"audit of {r.product} export {r.export_path} ({r.shape})")
+    if not r.scored:
+        echo(f"package {r.package_id}: a partial view of the store ({r.n_items} memories); coverage from "
+             + ", ".join(f"{k}: {v}" for k, v in r.adjudication.items()))
+        echo("ratios: not scored (a partial view cannot score the full store)")
+    else:
+        _print_ratios(r)
+    echo("")
+    _print_findings(r)
+    echo("")
+    echo(f"verdict: {r.verdict}")
+
+
+def _print_ratios(r):
+    echo = click.echo
     echo(f"package {r.package_id}, budget {num(r.budget)} ({r.cost_model}), OPT(union, B) = {num(r.opt)} "
          f"[{r.opt_status}]")
     echo(f"{r.n_items} memories, full store cost {num(r.store_cost)}, value {num(r.store_value)}; coverage from "
@@ -108,7 +126,10 @@ def _print_audit(r):
                                                            f"({len(r.salience_ids)} memories): selection")]
     for line in table_lines(("ratio", "of OPT", "what it measures"), rows, ("<", ">", "<")):
         echo(line)
-    echo("")
+
+
+def _print_findings(r):
+    echo = click.echo
     if not r.checked_leaks:
         echo("leaks / stale: not checked (the package has no meta.store_audit)")
     else:
@@ -127,19 +148,18 @@ def _print_audit(r):
         echo(f"units no memory covers: {', '.join(r.uncovered)}")
     for w in r.warnings:
         echo(f"warning: {w}")
-    echo("")
-    echo(f"verdict: {r.verdict}")
 
 
 @click.command("audit")
 @click.argument("package", type=click.Path())
+@click.argument("export", type=click.Path(), required=False)
+@click.option("--product", type=_PRODUCT_CHOICE, default=None, help="Which product wrote EXPORT (default: detected).")
 @click.option("--mem0", "mem0_file", type=click.Path(), default=None, metavar="FILE",
-              help="A Mem0 export (get_all dump, paginated page, migration export, history rows or OpenMemory "
-                   "memories.json).")
+              help="Alias of EXPORT --product mem0.")
 @click.option("--letta", "letta_file", type=click.Path(), default=None, metavar="FILE",
-              help="A Letta agent file (.af, current or legacy) or an archival passage list.")
+              help="Alias of EXPORT --product letta.")
 @click.option("--amem", "amem_file", type=click.Path(), default=None, metavar="FILE",
-              help="An A-Mem export (MCP notes, memory://all, ChromaDB get() dump or a list of notes).")
+              help="Alias of EXPORT --product amem.")
 @click.option("--adjudication", type=click.Path(), default=None, metavar="FILE",
               help="CSV / JSON rows (memory, unit, coverage[, experience]) overriding the matcher for the "
                    "memories they name.")
@@ -150,15 +170,17 @@ def _print_audit(r):
 @click.option("-o", "--union-output", type=click.Path(), default=None, metavar="UNION.json",
               help="Also write the union package.")
 @_export_options
-def audit_command(package, mem0_file, letta_file, amem_file, adjudication, budget, budget_frac, backend, as_json,
-                  union_output, max_bytes, no_messages):
-    """Audit one exported store against OPT of its union with PACKAGE at budget B.
+def audit_command(package, export, product, mem0_file, letta_file, amem_file, adjudication, budget, budget_frac,
+                  backend, as_json, union_output, max_bytes, no_messages, as_of):
+    """Audit the exported store EXPORT against OPT of its union with PACKAGE at budget B.
 
     Reports the selected-store ratio (the whole store; 0 when over budget), the upper-pruned
     ratio (best subset of the export within B: extraction quality), the salience-pruned ratio
     (the export cut to B in the product's own order: selection quality), deleted values still
     held (leaks), superseded values held without the current one (stale), and a verdict.
     B defaults to the package's own budget; --budget-frac is a fraction of the package's stream cost.
+    A partial view (search results, one item, an add() return, one page, a by-tag resource)
+    cannot score the store: its leaks and stale values are reported, its ratios are not.
     """
     from ..package import load_package, save_package
     from ..solve import resolve_backend
@@ -167,13 +189,18 @@ def audit_command(package, mem0_file, letta_file, amem_file, adjudication, budge
 
     check_budget_flags(budget, budget_frac)
     given = [(p, f) for p, f in (("mem0", mem0_file), ("letta", letta_file), ("amem", amem_file)) if f is not None]
+    if export is not None:
+        given.append((product, export))
+    elif product is not None and len(given) == 1 and given[0][0] != product:
+        raise click.UsageError(f"--product {product} contradicts --{given[0][0]}")
     if len(given) != 1:
-        raise click.UsageError("give exactly one export: --mem0 FILE, --letta FILE or --amem FILE")
+        raise click.UsageError("give exactly one export: EXPORT [--product mem0|letta|amem] (or --mem0 FILE, "
+                               "--letta FILE, --amem FILE)")
     product, path = given[0]
     if union_output is not None:
         _refuse_overwrite(union_output, package, path, adjudication)
     pkg = load_package(package)
-    exp = load_any(path, product, max_bytes=_max_bytes(max_bytes), include_messages=not no_messages)
+    exp = load_any(path, product, max_bytes=_max_bytes(max_bytes), include_messages=not no_messages, as_of=as_of)
     rows, sources = _rows(pkg, exp, adjudication)
     report, union = audit_export(pkg, exp, rows, budget=budget, budget_frac=budget_frac,
                                  backend=resolve_backend(backend), sources=sources)
@@ -197,16 +224,23 @@ def audit_command(package, mem0_file, letta_file, amem_file, adjudication, budge
               help="A command that reads one prompt on stdin and answers {unit id: coverage} (e.g. 'llm -m MODEL'). "
                    "Default: the deterministic matcher.")
 @click.option("--cache-dir", type=click.Path(), default=".memaudit-judge-cache", show_default=True,
-              help="Where the judge's answers are cached (keyed by command and prompt).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
-              metavar="SECONDS", help="Time allowed per judge call.")
+              help="Where the judge's answers are cached (the layout `memaudit harness run --cache-dir` shares).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
+              metavar="SECONDS", help="Time allowed per judge call (the command's process group is killed after).")
+@click.option("--retries", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Extra attempts after a failed or timed-out judge call.")
+@click.option("--backoff", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="SECONDS",
+              help="Wait before the first retry (doubled before each further one).")
 @_export_options
-def adjudicate_command(package, export, output, product, judge_cmd, cache_dir, timeout, max_bytes, no_messages):
+def adjudicate_command(package, export, output, product, judge_cmd, cache_dir, timeout, retries, backoff, max_bytes,
+                       no_messages, as_of):
     """Write an adjudication file for EXPORT: one row per (memory, unit) with its coverage.
 
     Without --judge-cmd the rows are the deterministic matcher's (a starting point to review by
     hand); with it, every memory is put to the judge command (answers cached in --cache-dir).
     Memories that cover nothing get one row with an empty unit, so the file decides them too.
+    A memory whose answer is unusable (no JSON object, an unknown unit, a coverage outside
+    [0, 1]) is reported as failed and left out of the file, so the matcher decides it.
     """
     from ..clitools import progress_printer
     from ..package import load_package
@@ -216,9 +250,12 @@ def adjudicate_command(package, export, output, product, judge_cmd, cache_dir, t
 
     _refuse_overwrite(output, package, export)
     pkg = load_package(package)
-    exp = load_any(export, product, max_bytes=_max_bytes(max_bytes), include_messages=not no_messages)
+    exp = load_any(export, product, max_bytes=_max_bytes(max_bytes), include_messages=not no_messages, as_of=as_of)
+    failed = []
     if judge_cmd is not None:
-        rows = judge_rows(pkg, exp, judge_cmd, cache_dir=cache_dir, timeout=timeout, progress=progress_printer(False))
+        run = judge_rows(pkg, exp, judge_cmd, cache_dir=cache_dir, timeout=timeout, retries=retries, backoff=backoff,
+                         progress=progress_printer(False))
+        rows, failed = run.rows, run.failed
     else:
         rows = matcher_rows(pkg, exp)
         decided = {r.memory for r in rows}
@@ -227,8 +264,14 @@ def adjudicate_command(package, export, output, product, judge_cmd, cache_dir, t
         rows.sort(key=lambda r: order[r.memory])
     write_adjudication(output, rows)
     n_cover = len({r.memory for r in rows if r.unit is not None})
-    click.echo(f"{len(rows)} rows for {len(exp.items)} memories ({n_cover} cover a unit) from "
+    click.echo(f"{len(rows)} rows for {len(exp.items) - len(failed)} memories ({n_cover} cover a unit) from "
                f"{'judge ' + repr(judge_cmd) if judge_cmd else 'the matcher'} written to {output}")
+    if failed:
+        click.echo(f"warning: the judge's answer was unusable for {len(failed)} memor"
+                   f"{'y' if len(failed) == 1 else 'ies'} (left out of the file, so the matcher decides them):",
+                   err=True)
+        for f in failed:
+            click.echo(f"  {f['reason']}", err=True)
 
 
 #: click commands / groups added to the top-level ``memaudit`` group

@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import math
 import re
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import MemauditError
 
-__all__ = ["StoreError", "MemoryItem", "Export", "DEFAULT_MAX_BYTES", "read_json_file", "parse_time",
-           "time_key", "expect", "where", "claim_unique", "PRODUCTS"]
+__all__ = ["StoreError", "MemoryItem", "Export", "DEFAULT_MAX_BYTES", "VIEWS", "parse_time",
+           "time_key", "expect", "where", "claim_unique", "PRODUCTS", "ranked_newest_first", "with_rank"]
 
 #: files larger than this many bytes are refused (override with ``max_bytes`` / ``--max-bytes``)
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
+#: what an export file shows of the store -> what it means for the audit
+VIEWS = {"full": "the whole served store: scored",
+         "rebuilt": "the store rebuilt from its history rows: scored (as the history tells it)",
+         "partial": "part of the store (search results, one item, an add() return, one page, a by-tag resource): "
+                    "not scored, leaks still found"}
+
 #: the products with an importer
 PRODUCTS = ("mem0", "letta", "amem")
 
-_PICKLE_SUFFIXES = (".pkl", ".pickle", ".pck", ".p")
 
 
 class StoreError(MemauditError, ValueError):
@@ -83,6 +86,11 @@ class Export:
         evicted messages): ``{"id", "text", "where"}``; scanned for leaks, never scored.
     warnings : list of str
         Things the user should know (truncated pages, dangling links, deleted notes, ...).
+    view : str
+        What the file shows of the store (a key of :data:`VIEWS`): ``full`` (every served memory),
+        ``rebuilt`` (the store replayed from history rows) or ``partial`` (search results, one item,
+        an add() return, one page, a by-tag resource): a partial view cannot score the store, but
+        the leaks it shows are real.
     """
 
     product: str
@@ -92,120 +100,19 @@ class Export:
     order: str
     retained: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    view: str = "full"
+
+    def __post_init__(self):
+        if self.view not in VIEWS:
+            raise ValueError(f"Export.view must be one of {', '.join(VIEWS)}; got {self.view!r}")
+
+    @property
+    def scores_store(self) -> bool:
+        """Whether the file shows the whole served store, so its ratios score the store."""
+        return self.view != "partial"
 
     def by_id(self) -> dict[str, MemoryItem]:
         return {item.id: item for item in self.items}
-
-
-# -- reading ------------------------------------------------------------------
-
-def _looks_like_pickle(path: str, raw: bytes) -> bool:
-    # protocol 2+ pickles start with the PROTO opcode 0x80 followed by the protocol number (2..5); protocol 0 / 1
-    # pickles of a dict or list start with MARK "(", EMPTY_DICT "}", EMPTY_LIST "]" or GLOBAL "c" and end with
-    # STOP "." -- no JSON text starts with those bytes
-    if path.lower().endswith(_PICKLE_SUFFIXES) or (len(raw) >= 2 and raw[0] == 0x80 and 2 <= raw[1] <= 5):
-        return True
-    return raw[:1] in (b"(", b"}", b"]", b"c") and raw.rstrip()[-1:] == b"."
-
-
-_PICKLE_HELP = ("{path}: this looks like a Python pickle (e.g. the A-Mem paper code's memory_cache_sample_*.pkl); "
-                "memaudit never unpickles files, since loading a pickle runs arbitrary code. Convert it in the Python "
-                "environment that wrote it, for example: python -c \"import json, pickle, sys; "
-                "d = pickle.load(open(sys.argv[1], 'rb')); json.dump([vars(n) for n in d.values()], "
-                "open(sys.argv[2], 'w'), default=str)\" {name} notes.json  and audit notes.json")
-
-
-def read_json_file(path, *, max_bytes: int | None = DEFAULT_MAX_BYTES, product: str = "export"):
-    """Read one export file as JSON, refusing pickles, oversized files and non-UTF-8 bytes.
-
-    A file whose JSON value is a string holding JSON (Letta's ``export_file()`` written with
-    ``json.dump``) is decoded once more.  A UTF-8 byte-order mark is accepted.
-
-    Raises
-    ------
-    StoreError
-        Naming the file and what is wrong (size with the limit, byte offset, JSON position).
-    """
-    path = os.fspath(path)
-    limit = (f"over the {max_bytes}-byte limit for {product} exports (a guard against loading huge dumps into "
-             f"memory); raise it with --max-bytes N if this file is genuine")
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if max_bytes is not None and size > max_bytes:
-                raise StoreError(f"{path}: the file is {size} bytes, {limit}")
-            # never trust the size alone (0 for pipes and devices): read at most one byte past the limit
-            raw = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
-            if max_bytes is not None and len(raw) > max_bytes:
-                raise StoreError(f"{path}: the file holds more than {max_bytes} bytes, {limit}")
-    except FileNotFoundError:
-        raise StoreError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise StoreError(f"{path}: is a directory, not an export file") from None
-    except OSError as exc:
-        raise StoreError(f"{path}: cannot read the file: {exc.strerror or exc}") from None
-    if _looks_like_pickle(path, raw):
-        raise StoreError(_PICKLE_HELP.format(path=path, name=os.path.basename(path)))
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        raise StoreError(f"{path}: not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start} (line {line}) "
-                         f"cannot be decoded ({exc.reason}); export the store as UTF-8 JSON") from None
-    data = _loads(text, path)
-    if isinstance(data, str):
-        stripped = data.strip()
-        if stripped[:1] in ("{", "["):
-            data = _loads(stripped, path + " (the JSON string inside the file)")
-    if _ESCAPED_SURROGATE.search(text):
-        _refuse_lone_surrogates(data, path)
-    return data
-
-
-_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _refuse_lone_surrogates(data, path: str) -> None:
-    """Raise when a string (or key) of ``data`` holds a lone UTF-16 surrogate (``\\ud800`` without its pair).
-
-    JSON allows such escapes but no UTF-8 output can hold them, so they are refused where they are
-    read, naming the place, instead of failing when the union package is written.
-    """
-    stack = [(data, "")]
-    while stack:
-        value, at = stack.pop()
-        if isinstance(value, str):
-            bad = _LONE_SURROGATE.search(value)
-            if bad:
-                if at.startswith(("a key", "a top-level key")):
-                    where_ = at
-                else:
-                    where_ = f"field {at.lstrip('.')!r}" if at else "the top-level string"
-                raise StoreError(f"{path}: {where_} holds \\u{ord(bad.group()):04x}, a lone UTF-16 surrogate "
-                                 "(half of an escaped pair), which is not text; fix the export's escaping")
-        elif isinstance(value, dict):
-            for k, v in value.items():
-                if _LONE_SURROGATE.search(k):
-                    stack.append((k, f"a key of field {at.lstrip('.')!r}" if at else "a top-level key"))
-                stack.append((v, f"{at}.{k}"))
-        elif isinstance(value, list):
-            stack.extend((v, f"{at}[{i}]") for i, v in enumerate(value))
-
-
-def _loads(text: str, source: str):
-    if not text.strip():
-        raise StoreError(f"{source}: the file is empty; expected a JSON export")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        hint = " (the file looks truncated)" if exc.pos >= len(text.rstrip()) - 1 else ""
-        raise StoreError(f"{source}: not valid JSON{hint}: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except ValueError as exc:  # an integer literal longer than Python's int conversion limit
-        raise StoreError(f"{source}: not valid JSON: a number has more than {sys.get_int_max_str_digits()} digits "
-                         f"({exc})") from None
-    except RecursionError:
-        raise StoreError(f"{source}: JSON nested too deeply to be an export") from None
 
 
 # -- checking fields ---------------------------------------------------------------
@@ -296,6 +203,8 @@ def parse_time(raw) -> str | None:
     ('2026-05-06T08:22:50Z', '2026-04-22T15:05:00', '2025-03-03T13:05:00')
     >>> parse_time("last tuesday") is None, parse_time(None) is None, parse_time(10 ** 400) is None
     (True, True, True)
+    >>> parse_time("0001-01-01T00:00:00+01:00") is None, parse_time("0001-01-01T00:00:00-01:00")
+    (True, '0001-01-01T01:00:00Z')
     """
     if raw is None or isinstance(raw, bool):
         return None
@@ -328,7 +237,10 @@ def parse_time(raw) -> str | None:
         if t is None:
             return None
     if t.tzinfo is not None:
-        return t.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat() + "Z"
+        try:
+            return t.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat() + "Z"
+        except (OverflowError, ValueError):  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC
+            return None
     return t.isoformat()
 
 
@@ -348,3 +260,13 @@ def time_key(time: str | None) -> int | None:
     if time is None:
         return None
     return (dt.datetime.fromisoformat(time.rstrip("Z")) - dt.datetime.min) // _MICROSECOND
+
+
+def ranked_newest_first(items: list[MemoryItem]) -> list[MemoryItem]:
+    """``items`` ranked newest first (times compared as times); unknown times last; ties keep their order."""
+    order = sorted(range(len(items)), key=lambda k: (items[k].time is None, -(time_key(items[k].time) or 0), k))
+    return [with_rank(items[k], r) for r, k in enumerate(order)]
+
+
+def with_rank(item: MemoryItem, rank: int) -> MemoryItem:
+    return MemoryItem(item.id, item.text, item.time, item.time_raw, rank, item.source, item.provenance)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 
-from .export import (DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, claim_unique, expect, parse_time,
-                     read_json_file, where)
+from .export import DEFAULT_MAX_BYTES, Export, MemoryItem, StoreError, claim_unique, expect, parse_time, where
+from .models import LettaToolReturn, check_row
+from .reading import read_document
 
 __all__ = ["load_letta", "letta_from_data"]
 
@@ -31,7 +32,7 @@ def load_letta(path, *, max_bytes: int | None = DEFAULT_MAX_BYTES, include_messa
     *retained* (recall memory: kept, not injected).
     """
     path = os.fspath(path)
-    return letta_from_data(read_json_file(path, max_bytes=max_bytes, product="Letta"), path,
+    return letta_from_data(read_document(path, max_bytes=max_bytes, product="Letta").data, path,
                            include_messages=include_messages)
 
 
@@ -41,6 +42,8 @@ def letta_from_data(data, path: str = "<letta>", *, include_messages: bool = Tru
         return _agent_file_v2(data, path, include_messages)
     if isinstance(data, dict) and "core_memory" in data:
         return _agent_file_v1(data, path, include_messages)
+    if isinstance(data, list) and data and all(isinstance(b, dict) and "value" in b and "label" in b for b in data):
+        return _blocks_list(data, path)
     if isinstance(data, list):
         return _passages(data, path, "letta archival passages (list)")
     if isinstance(data, dict) and isinstance(data.get("results"), list):
@@ -96,7 +99,13 @@ def _decode(text: str):
     return v if isinstance(v, dict) else None
 
 
-def _message_text(msg: dict, at: str) -> str:
+#: system events Letta writes as user-role JSON text (``{"type": ..., ...}``): not things the user said
+_EVENT_TYPES = ("heartbeat", "login", "system_alert")
+#: tools whose return is a delivery receipt, not memory (what was sent is the tool call's own argument)
+_RECEIPT_TOOLS = ("send_message",)
+
+
+def _parts(msg: dict, at: str) -> list[str]:
     content = msg.get("content")
     parts: list[str] = []
     if isinstance(content, str):
@@ -111,16 +120,28 @@ def _message_text(msg: dict, at: str) -> str:
                 parts.append(text)
     elif content is not None:
         raise StoreError(f"{at}: field 'content' must be a list of parts or a string; got {type(content).__name__}")
+    return parts
+
+
+def _classify(text: str) -> tuple[str, str | None]:
+    """(kind, text) of one user-role content part, recognised by its structure.
+
+    A part that is a JSON object with a string ``type`` is a wrapped turn: ``user_message`` (the
+    legacy wrapping of what the user said) gives its ``message``; a system event (``heartbeat``,
+    ``login``, ``system_alert``, or any other type) is ``event``, with its ``message`` when it has
+    one (a ``system_alert`` carries the summary of evicted messages).  Anything else is ``text``.
+    """
+    wrapped = _decode(text)
+    if wrapped is None or not isinstance(wrapped.get("type"), str):
+        return "text", text
+    message = wrapped.get("message") if isinstance(wrapped.get("message"), str) else None
+    if wrapped["type"] == "user_message":
+        return ("text", message) if message is not None else ("text", text)
+    return "event:" + wrapped["type"], message
+
+
+def _tool_calls(msg: dict, at: str) -> list[str]:
     out = []
-    for text in parts:
-        wrapped = _decode(text)
-        if wrapped is not None and isinstance(wrapped.get("message"), str) and "type" in wrapped:
-            # legacy user turns and system_alert summaries are JSON text: keep the message
-            if wrapped.get("type") in ("login", "heartbeat"):
-                continue
-            out.append(wrapped["message"])
-        else:
-            out.append(text)
     calls = msg.get("tool_calls") or []
     if not isinstance(calls, list):
         raise StoreError(f"{at}: field 'tool_calls' must be a list; got {type(calls).__name__}")
@@ -136,20 +157,68 @@ def _message_text(msg: dict, at: str) -> str:
         else:
             shown = ", ".join(f"{k}={v}" for k, v in decoded.items() if isinstance(v, str) and v)
             out.append(f"{name}({shown})")
-    return "\n".join(t for t in out if t.strip())
+    return out
 
 
-def _message_item(msg: dict, mid: str, at: str, path: str, rank: int) -> MemoryItem | None:
-    role = expect(msg, "role", str, at, required=True)
-    if role not in ("user", "assistant", "summary"):
+def _tool_return(msg: dict, at: str) -> str | None:
+    """The memory a tool-role message carries: the ``message`` of its ``{"status", "message", "time"}``
+    text (a memory tool returns the whole block after the edit); None for a receipt or an empty return."""
+    if msg.get("name") in _RECEIPT_TOOLS:
         return None
-    text = _message_text(msg, at)
-    if not text.strip():
+    out = []
+    for text in _parts(msg, at):
+        envelope = _decode(text)
+        if envelope is not None and ("status" in envelope or "message" in envelope):
+            ret = check_row(LettaToolReturn, envelope, at + ".content")
+            body = ret.message
+            if body is None or body.strip() in ("", "None"):
+                continue
+            out.append(body if ret.status in (None, "OK") else f"[{ret.status}] {body}")
+        elif text.strip():
+            out.append(text)
+    joined = "\n".join(t for t in out if t.strip())
+    return joined or None
+
+
+def _message_item(msg: dict, mid: str, at: str, path: str, rank: int, events: dict) -> MemoryItem | None:
+    """The item of one in-context message, or None (system message, system event, empty receipt).
+
+    ``events`` counts the system events recognised (by type), for the report.
+    """
+    role = expect(msg, "role", str, at, required=True)
+    source = f"message:{role}"
+    if role == "tool":
+        text = _tool_return(msg, at)
+        source = f"message:tool:{msg.get('name') or 'tool'}"
+    elif role in ("user", "assistant", "summary"):
+        out = []
+        for part in _parts(msg, at):
+            kind, body = _classify(part) if role == "user" else ("text", part)
+            if kind.startswith("event:"):
+                events[kind[6:]] = events.get(kind[6:], 0) + 1
+                if body and body.strip():
+                    source = "message:summary"  # a system_alert's summary of evicted messages: in context, not said
+                    out.append(body)
+            elif body:
+                out.append(body)
+        out += _tool_calls(msg, at)
+        text = "\n".join(t for t in out if t.strip())
+    else:
+        return None
+    if not text or not text.strip():
         return None
     raw_time = expect(msg, "created_at", (str, type(None)), at)
     return MemoryItem(id=mid, text=text, time=parse_time(raw_time), time_raw=raw_time, rank=rank,
-                      source=f"message:{role}", provenance={"file": path, "message": mid, "role": role,
-                                                            "at": at.split(": ", 1)[-1]})
+                      source=source, provenance={"file": path, "message": mid, "role": role,
+                                                 "at": at.split(": ", 1)[-1]})
+
+
+def _event_warning(path: str, events: dict) -> list[str]:
+    if not events:
+        return []
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(events.items()))
+    return [f"{path}: {sum(events.values())} user-role messages are system events ({counts}), not things the user "
+            "said: not counted as memories (a system_alert's summary is kept, as message:summary)"]
 
 
 def _newest_first(items: list[MemoryItem], rank0: int) -> list[MemoryItem]:
@@ -174,7 +243,9 @@ def _agent_file_v2(data: dict, path: str, include_messages: bool) -> Export:
         claim_unique(block_at, "id", bid, at, f"blocks[{i}]")
         block_by_id[bid] = (block, at)
     seen_blocks: list[str] = []
+    seen_block_set: set[str] = set()
     messages: list[MemoryItem] = []
+    events: dict[str, int] = {}
     agent_at: dict[str, str] = {}
     for a, agent in enumerate(agents):
         at_agent = where(path, f"agents[{a}]", agent)
@@ -189,15 +260,17 @@ def _agent_file_v2(data: dict, path: str, include_messages: bool) -> Export:
                                  f"{json.dumps(bid, default=repr)[:60]}")
             if bid not in block_by_id:
                 warnings.append(f"{at_agent}: block_ids[{j}] {bid!r} names no block of the file; skipped")
-            elif bid not in seen_blocks:
+            elif bid not in seen_block_set:
                 seen_blocks.append(bid)
+                seen_block_set.add(bid)
         if not include_messages:
             continue
-        in_context = expect(agent, "in_context_message_ids", (list, type(None)), at_agent) or []
-        for j, k in enumerate(in_context):
+        in_context_ids = expect(agent, "in_context_message_ids", (list, type(None)), at_agent) or []
+        for j, k in enumerate(in_context_ids):
             if not isinstance(k, str):
                 raise StoreError(f"{at_agent}: field 'in_context_message_ids[{j}]' must be a message id (a string); "
                                  f"got {json.dumps(k, default=repr)[:60]}")
+        in_context = set(in_context_ids)
         message_at: dict[str, str] = {}
         for m, msg in enumerate(expect(agent, "messages", list, at_agent, default=[])):
             at = where(path, f"agents[{a}].messages[{m}]", msg)
@@ -209,10 +282,11 @@ def _agent_file_v2(data: dict, path: str, include_messages: bool) -> Export:
                 continue
             # messages of several agents are told apart by the agent id (or its position)
             item = _message_item(msg, f"{aid if aid is not None else a}:{mid}" if len(agents) > 1 else mid, at,
-                                 path, 0)
+                                 path, 0, events)
             if item is not None:
                 messages.append(item)
-    unreferenced = [bid for bid in block_by_id if bid not in seen_blocks]
+    unreferenced = [bid for bid in block_by_id if bid not in seen_block_set]
+    warnings += _event_warning(path, events)
     if not agents:
         seen_blocks = list(block_by_id)
     elif unreferenced:
@@ -250,11 +324,12 @@ def _agent_file_v1(data: dict, path: str, include_messages: bool) -> Export:
                                  f"(0..{len(msgs) - 1}); got {k!r}")
             keep.add(k)
         served = []
+        events: dict[str, int] = {}
         for m, msg in enumerate(msgs):
             at = where(path, f"messages[{m}]", msg)
             if not isinstance(msg, dict):
                 raise StoreError(f"{at}: a message must be an object (JSON {{...}}); got {type(msg).__name__}")
-            item = _message_item(msg, f"message-{m}", at, path, 0)
+            item = _message_item(msg, f"message-{m}", at, path, 0, events)
             if item is None:
                 continue
             if m in keep:
@@ -262,9 +337,12 @@ def _agent_file_v1(data: dict, path: str, include_messages: bool) -> Export:
             else:
                 retained.append({"id": item.id, "text": item.text, "where": "evicted message (recall memory)"})
         items += _newest_first(served, len(items))
+        warnings = _event_warning(path, events)
+    else:
+        warnings = []
     items = _unique_ids(items, path)
     return Export("letta", path, f"letta agent file (legacy v1, version {data.get('version')!r})", items, _ORDER,
-                  retained=retained)
+                  retained=retained, warnings=warnings)
 
 
 def _passages(rows: list, path: str, shape: str) -> Export:
@@ -287,3 +365,18 @@ def _passages(rows: list, path: str, shape: str) -> Export:
             items.append(MemoryItem(id=pid, text=text, time=parse_time(raw_time), time_raw=raw_time, rank=0,
                                     source="archival", provenance={"file": path, "index": i, "tags": row.get("tags")}))
     return Export("letta", path, shape, _newest_first(items, 0), _ORDER, retained=retained)
+
+
+def _blocks_list(rows: list, path: str) -> Export:
+    """A list of core memory blocks (``blocks.list()`` / ``agents.blocks.list()``): every block line is served."""
+    blocks = []
+    seen: dict[str, str] = {}
+    for i, block in enumerate(rows):
+        at = where(path, i, block)
+        bid = expect(block, "id", (str, type(None)), at) or expect(block, "label", str, at, required=True)
+        claim_unique(seen, "id", bid, at, f"item [{i}]")
+        blocks.append((bid, block, at))
+    items = _unique_ids(_block_items(blocks, path, 0, stamped=False), path)
+    return Export("letta", path, "letta core memory blocks (list)", items, _ORDER,
+                  warnings=[f"{path}: a list of blocks holds no messages or passages; audit the agent file for the "
+                            "context window"])

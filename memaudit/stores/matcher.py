@@ -1,10 +1,11 @@
-"""The deterministic matcher: normalised whole-token matching of unit values and aliases against memory texts."""
+"""The deterministic matcher: unit values and aliases found in memory texts (:mod:`memaudit.text`), plus the invalidation cues."""
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
+
+from ..text import find_phrase, mentions, tokens
 
 __all__ = ["CUES", "CHANGE_VERBS", "tokens", "sentences", "find_phrase", "mentions", "invalidated_mention",
            "plain_mention", "unit_phrases", "match_unit", "CoverageRow", "matcher_rows"]
@@ -37,22 +38,8 @@ _FROM_WINDOW = 3
 #: most words between a change verb and its "from" ("took over on-call duty for Ledgerline from Priya")
 _VERB_WINDOW = 8
 
-_WORD = re.compile(r"\w+")
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 _PHRASES: dict[str, list[str]] = {}
-
-
-def tokens(text: str) -> list[str]:
-    """Normalised tokens: NFKC, case-folded, runs of word characters (letters, digits, underscore).
-
-    Examples
-    --------
-    >>> tokens("Deploys to EU-West-2 (London)!")
-    ['deploys', 'to', 'eu', 'west', '2', 'london']
-    >>> tokens("+44 7700 900461"), tokens("Zoë")
-    (['44', '7700', '900461'], ['zoë'])
-    """
-    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
 
 
 def sentences(text: str) -> list[str]:
@@ -66,38 +53,10 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 
-def find_phrase(toks: list[str], phrase: list[str]) -> list[int]:
-    """Start positions where ``phrase`` occurs in ``toks`` as whole tokens.
-
-    Examples
-    --------
-    >>> find_phrase(tokens("moved from eu-west-2 to eu-central-1"), tokens("eu-west-2"))
-    [2]
-    >>> find_phrase(tokens("eu-west-20"), tokens("eu-west-2"))
-    []
-    """
-    n = len(phrase)
-    if n == 0:
-        return []
-    return [i for i in range(len(toks) - n + 1) if toks[i:i + n] == phrase]
-
-
 def _toks(phrase: str) -> list[str]:
     if phrase not in _PHRASES:
         _PHRASES[phrase] = tokens(phrase)
     return _PHRASES[phrase]
-
-
-def mentions(text: str, aliases) -> bool:
-    """True when any alias occurs in ``text`` as whole normalised tokens.
-
-    Examples
-    --------
-    >>> mentions("Call +44 7700 900461 if needed", ["+44 7700 900461"]), mentions("PG170", ["PG17"])
-    (True, False)
-    """
-    toks = tokens(text)
-    return any(find_phrase(toks, _toks(a)) for a in aliases)
 
 
 def _words(toks: list[str], lo: int, hi: int) -> int:
