@@ -109,11 +109,13 @@ ITEM_KINDS = ("turn", "fact_line", "profile_entry", "record", "summary")
 class StoredItem:
     """One line a memory holds: its ``kind`` (:data:`ITEM_KINDS`), the stream ``position`` of the
     exchange it came from (an index into ``scenario.exchanges``) and its ``text`` as the policy
-    renders it.  ``memaudit.diagnose`` maps each item to a package candidate."""
+    renders it.  ``memaudit.diagnose`` maps each item to a package candidate; ``ref`` names that
+    candidate directly when the item is one (a store written from a package, e.g. OPT's)."""
 
     kind: str
     position: int
     text: str
+    ref: str | None = None
 
 
 class _Memory:
