@@ -357,3 +357,30 @@ def test_cli_refuses_an_out_that_is_a_file(tiny_file, tmp_path):
 def test_cli_names_a_missing_scenario(tmp_path):
     r = CliRunner().invoke(main, ["diagnose", str(tmp_path / "none.yaml"), "--policy", "fresh"])
     assert r.exit_code == 1 and "none.yaml: cannot read" in r.output
+
+
+def test_packages_built_elsewhere_plug_in_through_an_explicit_map():
+    # the hook for importers that write a package and a scenario from one conversation
+    from memaudit.diagnose.compile import from_packages
+
+    sc = _tiny()
+    ours = compile_scenario(sc)
+    cp = ours.at(2)
+    wrapped = from_packages(sc, {2: cp.package}, probe_units=dict(cp.probe_units), item_map={2: cp.item_map()},
+                            experience_ids={2: cp.experience_ids})
+    pols = ["fresh", "fact-log", "profile", "opt"]
+    a, b = diagnose(ours, pols), diagnose(wrapped, pols)
+    assert a["rows"] == b["rows"] and a["stores"] == b["stores"]
+    with pytest.raises(DiagnoseError, match="probe 'db' asks at session 2, which has no package"):
+        from_packages(sc, {}, probe_units={}, item_map={}, experience_ids={})
+    with pytest.raises(DiagnoseError, match="'db.nope' is not a unit"):
+        from_packages(sc, {2: cp.package}, probe_units={"db": ("db.nope",)}, item_map={2: {}},
+                      experience_ids={2: cp.experience_ids})
+    with pytest.raises(DiagnoseError, match="sends 'turn' of exchange 0 to 'e9.raw', not a candidate"):
+        from_packages(sc, {2: cp.package}, probe_units={}, item_map={2: {("turn", 0): "e9.raw"}},
+                      experience_ids={2: cp.experience_ids})
+    partial = from_packages(sc, {2: cp.package}, probe_units=dict(cp.probe_units),
+                            item_map={2: {k: v for k, v in cp.item_map().items() if k[0] == "turn"}},
+                            experience_ids={2: cp.experience_ids})
+    with pytest.raises(DiagnoseError, match="policy 'fact-log': stored item 'fact_line'"):
+        diagnose(partial, ["fact-log"])

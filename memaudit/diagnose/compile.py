@@ -42,7 +42,7 @@ from ..package import Package, package_from_dict, package_to_dict, stream_cost
 from .errors import DiagnoseError
 
 __all__ = ["COST_MODEL", "ITEM_CANDIDATE", "EXTRA_KINDS", "DEFAULT_KINDS", "Checkpoint", "CompiledScenario",
-           "compile_scenario", "probe_units"]
+           "compile_scenario", "probe_units", "from_packages"]
 
 #: the package cost model: o200k_base tokens, as the harness counts injected tokens
 COST_MODEL = "tokens"
@@ -78,6 +78,7 @@ class Checkpoint:
     experience_ids: list[str]
     probe_units: dict[str, tuple[str, ...]]
     _candidate_ids: frozenset = field(repr=False, default=frozenset())
+    explicit_map: dict | None = field(repr=False, default=None)
 
     @property
     def stream_cost(self) -> float:
@@ -93,6 +94,8 @@ class Checkpoint:
         """
         if item.ref is not None:
             cid = item.ref
+        elif self.explicit_map is not None:
+            cid = self.explicit_map.get((item.kind, item.position))
         else:
             suffix = ITEM_CANDIDATE.get(item.kind)
             if not 0 <= item.position < len(self.experience_ids):
@@ -109,6 +112,8 @@ class Checkpoint:
 
     def item_map(self) -> dict[tuple[str, int], str]:
         """The whole map: (item kind, stream position) -> candidate id, for every item a policy can hold."""
+        if self.explicit_map is not None:
+            return dict(self.explicit_map)
         out = {}
         for n, eid in enumerate(self.experience_ids):
             for kind, suffix in ITEM_CANDIDATE.items():
@@ -256,3 +261,58 @@ def compile_scenario(scenario: Scenario, *, kinds=DEFAULT_KINDS) -> CompiledScen
         raise DiagnoseError(f"candidate kinds must be distinct; got {', '.join(kinds)}")
     sessions = sorted({p.session for p in scenario.probes})
     return CompiledScenario(scenario, {s: _checkpoint(scenario, s, kinds) for s in sessions}, kinds)
+
+
+def from_packages(scenario: Scenario, packages: dict[int, Package], *, probe_units: dict[str, tuple[str, ...]],
+                  item_map: dict[int, dict[tuple[str, int], str]], experience_ids: dict[int, list[str]],
+                  kinds=()) -> CompiledScenario:
+    """A compiled scenario from packages built elsewhere (e.g. an importer that writes a package and
+    a scenario from one conversation): the hook for scenarios this module does not compile itself.
+
+    Parameters
+    ----------
+    packages : dict
+        Checkpoint session -> its package; every probe of the scenario must ask at one of them.
+    probe_units : dict
+        Probe id -> the unit ids it requires (() for an abstention probe).
+    item_map : dict
+        Checkpoint -> {(stored item kind, stream position): candidate id}: every item any policy
+        can hold at that checkpoint (turns, observations, summaries, ...).
+    experience_ids : dict
+        Checkpoint -> the experience id of each stream position (``experience_ids[s][n]``).
+
+    Raises
+    ------
+    DiagnoseError
+        A probe asks at a session with no package, names a unit its package lacks, or the map
+        names a candidate or experience that does not exist.
+    """
+    checkpoints = {}
+    for s in sorted(packages):
+        pkg = packages[s]
+        cands = {c.id: c for c in pkg.candidates}
+        units = {u.id for u in pkg.units}
+        exps = {e.id for e in pkg.experiences}
+        ids = list(experience_ids[s])
+        for eid in ids:
+            if eid not in exps:
+                raise DiagnoseError(f"package {pkg.id!r}: experience_ids names {eid!r}, not an experience of it")
+        for key, cid in item_map[s].items():
+            if cid not in cands:
+                raise DiagnoseError(f"package {pkg.id!r}: the item map sends {key[0]!r} of exchange {key[1]} to "
+                                    f"{cid!r}, not a candidate of it")
+        mine = {}
+        for p in scenario.probes:
+            if p.session != s:
+                continue
+            req = tuple(probe_units.get(p.id, ()))
+            missing = [u for u in req if u not in units]
+            if missing:
+                raise DiagnoseError(f"probe {p.id!r}: unit {missing[0]!r} is not a unit of package {pkg.id!r}")
+            mine[p.id] = req
+        checkpoints[s] = Checkpoint(s, pkg, ids, mine, frozenset(cands), dict(item_map[s]))
+    for p in scenario.probes:
+        if p.session not in checkpoints:
+            raise DiagnoseError(f"probe {p.id!r} asks at session {p.session}, which has no package "
+                                f"(packages at: {', '.join(map(str, checkpoints)) or 'none'})")
+    return CompiledScenario(scenario, checkpoints, tuple(kinds))

@@ -33,7 +33,7 @@ from solvers.objective import evaluate, infeasibility, is_feasible, total_cost
 from .compile import Checkpoint, CompiledScenario
 from .errors import DiagnoseError
 
-__all__ = ["DIAGNOSE_FORMAT", "ATTRIBUTIONS", "OptSpec", "parse_diagnose_policy", "opt_policy", "diagnose",
+__all__ = ["DIAGNOSE_FORMAT", "ATTRIBUTIONS", "RIGHT_OUTCOMES", "OptSpec", "parse_diagnose_policy", "opt_policy", "diagnose",
            "cut_in_order"]
 
 #: the ``format`` value of a diagnose document
@@ -42,8 +42,9 @@ DIAGNOSE_FORMAT = "memaudit-diagnose/1"
 #: where a probe's answer went wrong (or ``ok``), in the order they are tested after ``ok``
 ATTRIBUTIONS = ("write", "retrieval", "reader", "ok")
 
-#: answers that are right, by probe kind
-_RIGHT = {"live": ("current",), "deleted": ("clean",), "absent": ("abstained", "unscored")}
+#: outcomes of a right answer: a live fact's current value, a deleted fact kept clean, an abstention
+#: on a fact never planted (``unscored``: the classifier, which cannot abstain, on such a probe)
+RIGHT_OUTCOMES = ("current", "clean", "abstained", "unscored")
 
 #: retrievers of the ``opt`` policy
 OPT_RETRIEVERS = ("all", "bm25")
@@ -299,11 +300,11 @@ def diagnose(compiled: CompiledScenario, policies, *, budget=None, budget_frac=N
             injected_outcome = classify(sc.fact(p.fact), p.session, context, match) if p.fact is not None else None
             kept = all(held[u] for u in units)
             injected = all(inj_held[u] for u in units)
-            if r["outcome"] in _RIGHT[kind]:
+            if r["outcome"] in RIGHT_OUTCOMES:
                 where = "ok"
             elif not kept:
                 where = "write"
-            elif not injected or (injected_outcome is not None and injected_outcome not in _RIGHT[kind]):
+            elif not injected or (injected_outcome is not None and injected_outcome not in RIGHT_OUTCOMES):
                 where = "retrieval"
             else:
                 where = "reader"
