@@ -384,3 +384,28 @@ def test_packages_built_elsewhere_plug_in_through_an_explicit_map():
                             experience_ids={2: cp.experience_ids})
     with pytest.raises(DiagnoseError, match="policy 'fact-log': stored item 'fact_line'"):
         diagnose(partial, ["fact-log"])
+
+
+def test_cli_hooks_for_scenarios_compiled_elsewhere(monkeypatch, tmp_path):
+    import sys
+    import types
+
+    from memaudit.diagnose import cli as dcli
+
+    seen = {}
+
+    def diagnose_compiled(path, kinds=()):
+        seen["path"], seen["kinds"] = path, kinds
+        return compile_scenario(_tiny())
+
+    mod = types.ModuleType("fake_importer")
+    mod.diagnose_compiled = diagnose_compiled
+    monkeypatch.setitem(sys.modules, "fake_importer", mod)
+    monkeypatch.setitem(dcli.HOOKS, "fake", ("fake_importer", "diagnose_compiled"))
+    monkeypatch.setitem(dcli.HOOKS, "gone", ("fake_importer", "no_such_hook"))
+    r = CliRunner().invoke(main, ["diagnose", "fake:conv-26.json", "--policy", "profile", "--json"])
+    assert r.exit_code == 0, r.output
+    assert seen == {"path": "conv-26.json", "kinds": ("fact",)}
+    assert json.loads(r.stdout)["plant"]["name"] == "fake"
+    r = CliRunner().invoke(main, ["diagnose", "gone:conv.json", "--policy", "profile"])
+    assert r.exit_code == 1 and "fake_importer offers no no_such_hook(path, kinds)" in r.output

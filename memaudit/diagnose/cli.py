@@ -11,23 +11,47 @@ import click
 
 from ..harness.cli import _FORMS, _build_reader, _forms, _reader_options
 
-__all__ = ["COMMANDS", "load_diagnose_scenario"]
+__all__ = ["COMMANDS", "HOOKS", "load_compiled"]
 
 #: SCENARIO names that are built in rather than read from a file
 BUILT_IN = ("bench",)
 
+#: SCENARIO prefixes served by another subpackage: prefix -> (module, function); the function takes
+#: the path after the prefix and the candidate kinds and returns a CompiledScenario (see
+#: memaudit.diagnose.compile.from_packages)
+HOOKS = {"locomo": ("memaudit.locomo", "diagnose_compiled")}
 
-def load_diagnose_scenario(name: str):
-    """``bench`` (the 30-session memory bench with its standard-library filler, seed 42) or a
-    scenario file (``memaudit-scenario/1``, JSON or YAML); returns (plant name, settings, Scenario)."""
+
+def load_compiled(name: str, kinds):
+    """SCENARIO as (plant name, settings, CompiledScenario).
+
+    ``bench`` is the 30-session memory bench with its standard-library filler (seed 42); ``PREFIX:PATH``
+    goes to the hook of :data:`HOOKS` (``locomo:conv.json``); anything else is a scenario file
+    (``memaudit-scenario/1``, JSON or YAML) compiled by :func:`~memaudit.diagnose.compile.compile_scenario`.
+    """
+    import importlib
+
+    from .compile import compile_scenario
+    from .errors import DiagnoseError
+
+    prefix, sep, rest = name.partition(":")
+    if sep and prefix in HOOKS:
+        module, func = HOOKS[prefix]
+        try:
+            hook = getattr(importlib.import_module(module), func)
+        except (ImportError, AttributeError):
+            raise DiagnoseError(f"{name}: {module} offers no {func}(path, kinds) in this checkout, so a {prefix} "
+                                "conversation cannot be diagnosed yet") from None
+        compiled = hook(rest, kinds=kinds)
+        return prefix, {"path": rest}, compiled
     if name == "bench":
         from ..harness.bench import bench_scenario
 
         settings = {"n_sessions": 30, "exchanges_per_session": 12, "seed": 42}
-        return "memory-bench", settings, bench_scenario(**settings)
+        return "memory-bench", settings, compile_scenario(bench_scenario(**settings), kinds=kinds)
     from ..harness.scenario import load_scenario
 
-    return "scenario-file", {"path": name}, load_scenario(name)
+    return "scenario-file", {"path": name}, compile_scenario(load_scenario(name), kinds=kinds)
 
 
 @click.command("diagnose", context_settings={"help_option_names": ["-h", "--help"]})
@@ -58,9 +82,10 @@ def diagnose_command(scenario, policies, budget, budget_frac, kinds, forms, read
                      allow_same_judge, timeout, retries, backoff, cache_dir, backend, as_json, out, plot, verbose):
     """Locate each failure on SCENARIO: write time beside read time, per policy.
 
-    SCENARIO is a memaudit-scenario/1 file or `bench` (the 30-session memory bench with its
-    standard-library filler).  At every probe checkpoint the scenario compiles to a package;
-    each policy's store is scored against the certified OPT at budget B (0 when over budget or
+    SCENARIO is a memaudit-scenario/1 file, `bench` (the 30-session memory bench with its
+    standard-library filler) or PREFIX:PATH for a scenario another subpackage compiles
+    (locomo:CONV.json, when memaudit.locomo offers the hook).  At every probe checkpoint the
+    scenario compiles to a package; each policy's store is scored against the certified OPT at budget B (0 when over budget or
     not one candidate per experience; and cut to B in its own order), and each probe is
     attributed to write (evidence never stored), retrieval (stored, not injected cleanly),
     reader (injected, answered wrong) or ok.  The reader is the mechanical word-overlap reader
@@ -69,7 +94,6 @@ def diagnose_command(scenario, policies, budget, budget_frac, kinds, forms, read
     from ..clitools import progress_printer
     from ..harness.policies import BENCH_POLICIES
     from ..harness.trial import Plant
-    from .compile import compile_scenario
     from .errors import DiagnoseError
     from .run import diagnose
     from .tables import checkpoint_lines, summary_lines, write_diagnose
@@ -77,13 +101,13 @@ def diagnose_command(scenario, policies, budget, budget_frac, kinds, forms, read
     if budget is not None and budget_frac is not None:
         raise DiagnoseError(f"give either --budget or --budget-frac, not both; got {budget:g} and {budget_frac:g}")
     kind_list = () if kinds.strip() == "none" else tuple(k.strip() for k in kinds.split(",") if k.strip())
-    name, settings, sc = load_diagnose_scenario(scenario)
-    r, judge = _build_reader(reader, reader_cmd, judge_cmd, allow_same_judge, timeout, retries, backoff, cache_dir,
-                             default="mechanical")
     say = progress_printer(verbose)
     if say:
-        say(f"compiling {sc.id} to one package per checkpoint...")
-    compiled = compile_scenario(sc, kinds=kind_list)
+        say(f"compiling {scenario} to one package per checkpoint...")
+    name, settings, compiled = load_compiled(scenario, kind_list)
+    sc = compiled.scenario
+    r, judge = _build_reader(reader, reader_cmd, judge_cmd, allow_same_judge, timeout, retries, backoff, cache_dir,
+                             default="mechanical")
     doc = diagnose(compiled, list(policies) or [*BENCH_POLICIES, "opt"], budget=budget, budget_frac=budget_frac,
                    reader=r, judge=judge, forms=_forms(forms), backend=None if backend == "none" else backend,
                    plant=Plant(name, settings, sc), progress=say)
