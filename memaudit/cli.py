@@ -571,12 +571,14 @@ def density_trap_command(k, topics, cost_model, output, budget, budget_frac):
 # -- commands of the subpackages (each keeps its heavy imports inside its commands) --------
 
 def _add_subpackage_commands() -> None:
+    from .diagnose.cli import COMMANDS as diagnose_commands
     from .generators.cli import COMMANDS as generator_commands
     from .harness.cli import COMMANDS as harness_commands
     from .locomo.cli import COMMANDS as locomo_commands
     from .stores.cli import COMMANDS as store_commands
 
-    for command in (*generator_commands, *harness_commands, *store_commands, *locomo_commands):
+    for command in (*generator_commands, *harness_commands, *store_commands, *locomo_commands,
+                    *diagnose_commands):
         main.add_command(command)
     main.commands["generate"].add_command(density_trap_command)
 

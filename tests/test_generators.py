@@ -15,7 +15,7 @@ from memaudit.cli import main
 from memaudit.costs import cost_of
 from memaudit.generators import GENERATOR_VERSION, generate, write_package
 from memaudit.generators.events import Event, EventGraph, GeneratorError, QuerySpec, Slot, render_package
-from memaudit.generators.natural import FACTS, NaturalParams, natural_graph
+from memaudit.generators.natural import NaturalParams, bench_timelines, natural_graph
 from memaudit.generators.synthetic import params_for, synthetic_graph
 from memaudit.package import load_package, package_from_dict, package_to_dict
 
@@ -165,9 +165,10 @@ def test_natural_follows_the_seed_schedule():
     pkg = generate("natural", 42)
     assert len(pkg.experiences) == 30 * 12
     assert {e.session for e in pkg.experiences} == set(range(1, 31))
-    assert len(FACTS) == 15
-    assert sum(any(op == "update" for _, op, _, _ in tl) for _, _, _, tl in FACTS) == 8
-    assert sum(any(op == "delete" for _, op, _, _ in tl) for _, _, _, tl in FACTS) == 2
+    facts = bench_timelines()
+    assert len(facts) == 15
+    assert sum(any(op == "update" for _, op, _, _ in tl) for _, _, _, tl in facts) == 8
+    assert sum(any(op == "delete" for _, op, _, _ in tl) for _, _, _, tl in facts) == 2
     kinds = Counter(c.kind for c in pkg.candidates)
     assert kinds["update"] == 9 and kinds["compound_update"] == 9  # on-call changes twice
     assert kinds["tombstone"] == 9 + 2
@@ -181,14 +182,14 @@ def test_natural_follows_the_seed_schedule():
     region_move = next(e for e in pkg.experiences if "eu-central-1" in e.text)
     assert region_move.session == 14
     cover = {c.kind: set(c.coverage) for c in pkg.candidates if c.experience == region_move.id}
-    assert cover["tombstone"] == {"deploy-region.v0.invalid"}
-    assert {"deploy-region.current", "deploy-region.v0.invalid"} <= cover["update"]
-    assert "deploy-region.v0.interval" in cover["compound_update"]
+    assert cover["tombstone"] == {"deploy_region.v0.invalid"}
+    assert {"deploy_region.current", "deploy_region.v0.invalid"} <= cover["update"]
+    assert "deploy_region.v0.interval" in cover["compound_update"]
     # on day 20 the on-call engineer was Marco (days 16-27): an interval query
     q = next(q for q in pkg.queries if q.text.startswith("On day 20: who is the on-call"))
-    assert q.answer == "Marco" and q.requires == ["on-call.v1.interval"]
+    assert q.answer == "Marco" and q.requires == ["on_call.v1.interval"]
     q30 = next(q for q in pkg.queries if q.text == "Who is the on-call engineer?")
-    assert q30.answer == "Priya" and q30.requires == ["on-call.current", "on-call.v1.invalid"]
+    assert q30.answer == "Priya" and q30.requires == ["on_call.current", "on_call.v1.invalid"]
 
 
 def test_natural_filler_weight_is_close_to_the_seed():
@@ -351,3 +352,24 @@ def test_cli_generate_takes_budget_options(tmp_path, family):
     assert load_package(out).budget == 12.0
     both = CliRunner().invoke(main, ["generate", family, "--budget", "1", "--budget-frac", "0.1"])
     assert both.exit_code == 2 and "mutually exclusive" in both.output
+
+
+def test_natural_reads_the_bench_scenario_file():
+    # one scenario, two views: every fact of the harness bench's file, with its days, values,
+    # statements and literal probe, is a slot of the natural package
+    from memaudit.harness.bench import bench_distractors, bench_file
+
+    sc = bench_file()
+    pkg = generate("natural", 42)
+    facts = {key: (question, timeline) for key, _, question, timeline in bench_timelines()}
+    assert list(facts) == [f.key for f in sc.facts]
+    for f in sc.facts:
+        question, timeline = facts[f.key]
+        assert question == next(p.literal for p in sc.probes if p.fact == f.key)
+        stated = [(d, v, t) for d, op, v, t in timeline if op != "delete"]
+        assert stated == [(v.session, v.value, v.text) for v in f.versions]
+        texts = {e.text for e in pkg.experiences}
+        for v in f.versions:
+            assert any(t.startswith(f"user: {v.text}\n") for t in texts)
+    chatter = [e.text for e in pkg.experiences if "Here is the relevant code" in e.text]
+    assert chatter and all(any(t.startswith(f"user: {q}\n") for q in bench_distractors()) for t in chatter)

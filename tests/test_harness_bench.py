@@ -172,3 +172,31 @@ def test_short_bench_drops_late_events():
 def test_bad_bench_settings(kwargs, match):
     with pytest.raises(HarnessError, match=match):
         bench_scenario(**kwargs)
+
+
+def test_bench_reads_its_scenario_file():
+    # one scenario file holds the bench's facts, probes and distractors (the natural generator reads it too)
+    from memaudit.harness.bench import BENCH_SCENARIO_PATH, bench_distractors, bench_file
+    from memaudit.harness.scenario import load_scenario
+
+    assert BENCH_SCENARIO_PATH.name == "memory-bench.yaml"
+    file_sc = load_scenario(BENCH_SCENARIO_PATH)
+    sc = bench_scenario()
+    assert sc.facts == file_sc.facts == bench_file().facts
+    assert [(p.id, p.session, p.fact, p.literal, p.paraphrase) for p in sc.probes] == \
+        [(p.id, p.session, p.fact, p.literal, p.paraphrase) for p in file_sc.probes]
+    filler = {e.user for e in sc.exchanges if e.fact is None}
+    assert filler <= set(bench_distractors()) and len(filler) > 20
+
+
+def test_the_bench_file_runs_on_its_own_with_the_counts_its_schedule_fixes():
+    from memaudit.harness.bench import BENCH_SCENARIO_PATH
+    from memaudit.harness.readers import classifier_reader
+    from memaudit.harness.scenario import load_scenario
+    from memaudit.harness.trial import Plant, ProbeSet, Score, run
+
+    sc = load_scenario(BENCH_SCENARIO_PATH)
+    doc = run(Plant("file", {}, sc), [parse_policy("fact-log"), parse_policy("profile")],
+              ProbeSet(classifier_reader()), Score())
+    assert counts(summary(doc, "fact-log", "literal")) == (25, 12, 0, 0, 3, 0)
+    assert counts(summary(doc, "profile", "paraphrase")) == (37, 0, 0, 0, 0, 3)

@@ -10,115 +10,57 @@ import os
 import random
 import sys
 import sysconfig
+from pathlib import Path
 
 from .errors import HarnessError
 from .match import contains_value
 from .policies import BENCH_POLICIES, parse_policy, policy_label
 from .readers import classifier_reader
-from .scenario import MAX_SESSIONS, Scenario, scenario_from_dict
+from .scenario import MAX_SESSIONS, Scenario, load_scenario, scenario_from_dict
 from .trial import Plant, ProbeSet, Score, run
 
-__all__ = ["BENCH_FACTS", "DISTRACTORS", "bench_scenario", "run_bench", "per_form_lines", "combined_lines",
+__all__ = ["BENCH_SCENARIO_PATH", "bench_file", "bench_facts", "bench_distractors", "bench_scenario", "run_bench", "per_form_lines", "combined_lines",
            "combined_table", "stdlib_files"]
 
-# key, type, salience, [(day, value, statement)], delete (day, request) or None, literal probe, paraphrase probe
-BENCH_FACTS = [
-    ("deploy_region", "decision", 2,
-     [(1, "eu-west-2", "We deploy everything to eu-west-2."),
-      (14, "eu-central-1", "We moved production to eu-central-1.")], None,
-     "Which region do we deploy to?", "Where does prod live these days?"),
-    ("postgres_version", "decision", 2,
-     [(2, "Postgres 15", "Our database is Postgres 15."),
-      (19, "Postgres 17", "We upgraded the database to Postgres 17.")], None,
-     "Which Postgres version is our database on?", "What are we running for the relational store?"),
-    ("test_runner", "preference", 2,
-     [(3, "Jest", "We run the tests with Jest."),
-      (11, "Vitest", "We switched the test runner to Vitest.")], None,
-     "Which test runner do we use?", "What executes our specs?"),
-    ("indentation", "preference", 2,
-     [(4, "tabs", "Always indent with tabs, not spaces.")], None,
-     "How do we indent code?", "What whitespace should the formatter emit at line starts?"),
-    ("money", "procedure", 2,
-     [(5, "Money class", "Use the Money class for amounts, never a double.")], None,
-     "Which class do we use for amounts?", "How should prices be represented in code?"),
-    ("on_call", "identity", 2,
-     [(6, "Priya", "Priya is the on-call engineer this rotation."),
-      (16, "Marco", "Marco is on call now."),
-      (27, "Priya", "Priya is back on call.")], None,
-     "Who is the on-call engineer?", "Whom do I page if something breaks tonight?"),
-    ("ticket_prefix", "detail", 1,
-     [(7, "PAYX", "Ticket ids start with the prefix PAYX.")], None,
-     "What prefix do ticket ids start with?", "How are issues labelled in the tracker?"),
-    ("node_version", "decision", 2,
-     [(8, "Node 20", "Services run on Node 20."),
-      (22, "Node 24", "Every service runs on Node 24 now.")], None,
-     "Which Node version do services run on?", "What JavaScript runtime release is in production?"),
-    ("phone", "detail", 1,
-     [(9, "+44 7700 900123", "My phone number is +44 7700 900123.")], (20, "Please forget my phone number."),
-     "What is my phone number?", "How can someone reach me by mobile?"),
-    ("release_branch", "procedure", 2,
-     [(10, "release/2026.3", "The release branch is release/2026.3."),
-      (24, "release/2026.4", "Cut releases from release/2026.4 from now on.")], None,
-     "What is the release branch?", "Where should I cut the next tag from?"),
-    ("migration_reviewer", "identity", 1,
-     [(12, "Dana", "Dana reviews every database migration.")], None,
-     "Who reviews every database migration?", "Whose approval does a schema change need?"),
-    ("time_zone", "identity", 2,
-     [(13, "Lisbon", "My time zone is Lisbon."),
-      (25, "Berlin", "I relocated; my time zone is Berlin now.")], None,
-     "What is my time zone?", "Which city's clock should meetings follow for me?"),
-    ("checkout_flag", "detail", 2,
-     [(15, "new_checkout=false", "Keep new_checkout=false in production."),
-      (23, "new_checkout=true", "Set new_checkout=true in production.")], None,
-     "Is the new_checkout flag on in production?", "Are customers seeing the redesigned payment flow yet?"),
-    ("personal_email", "detail", 1,
-     [(17, "k.dev@example.com", "My personal email is k.dev@example.com.")],
-     (26, "Please forget my personal email address."),
-     "What is my personal email?", "Where should private messages to me go?"),
-    ("commit_style", "procedure", 1,
-     [(18, "Conventional Commits", "Commit messages follow Conventional Commits.")], None,
-     "What convention do commit messages follow?", "How should I word the summary line when I save work to git?"),
-]
+#: the scenario file of the 30-session memory bench (facts, probes, distractors), read here and by
+#: the ``natural`` generator (:mod:`memaudit.generators.natural`)
+BENCH_SCENARIO_PATH = Path(__file__).resolve().parents[2] / "packages_data" / "scenarios" / "memory-bench.yaml"
 
-#: ordinary questions; several deliberately share words with the facts (deploy, phone, database, node, ...)
-DISTRACTORS = [
-    "Why does the deploy pipeline take so long?",
-    "How do I set up phone verification?",
-    "How do I write a migration that adds a column safely?",
-    "How do I paginate a large result set?",
-    "Why is the production build bigger than the dev build?",
-    "How do I profile a slow query?",
-    "Why is this test flaky on the runner?",
-    "How do I cache the node modules between builds?",
-    "What should go into the release notes?",
-    "How do I convert a timestamp to the user's time zone?",
-    "How do I validate an email address field?",
-    "Which index would speed up this database query?",
-    "How do I reduce alert noise for whoever is on call?",
-    "Why does the checkout page re-render twice?",
-    "How do I roll back a bad deploy?",
-    "What is a clean way to retry a failed HTTP call?",
-    "How do I mock the clock in a unit test?",
-    "Why does the build run out of memory?",
-    "How do I add structured logging to a service?",
-    "How should I name a feature flag?",
-    "How do I run only the failing tests again?",
-    "Why is the version check failing in CI?",
-    "How do I stream a large file without loading it all?",
-    "What is the safest way to parse user input?",
-    "How do I debug a deadlock between two workers?",
-    "How do I format money amounts for display?",
-    "How do I write a good commit message body?",
-    "Why does this regular expression run so slowly?",
-    "How do I split a big pull request?",
-    "How do I upgrade a dependency without breaking things?",
-    "Where should configuration for each region live?",
-    "How do I make a background job idempotent?",
-    "How do I review a schema change for locking problems?",
-    "How do I tag a release build?",
-    "Why do services run out of file handles?",
-    "How do I share a fixture between test files?",
-]
+
+@functools.cache
+def bench_file() -> Scenario:
+    """The bench's scenario file as loaded by :func:`~memaudit.harness.scenario.load_scenario`
+    (statements only; the bench adds filler and placement)."""
+    return load_scenario(BENCH_SCENARIO_PATH)
+
+
+def bench_facts() -> list[tuple]:
+    """The bench's facts from its scenario file, in file order: ``(key, type, salience, [(day, value,
+    statement)], (day, request) or None, literal probe, paraphrase probe)``."""
+    sc = bench_file()
+    questions: dict[str, tuple[str, str | None]] = {}
+    for p in sc.probes:
+        q = (p.literal, p.paraphrase)
+        if questions.setdefault(p.fact, q) != q:
+            raise HarnessError(f"{BENCH_SCENARIO_PATH}: probe {p.id!r} asks about {p.fact!r} in other words than "
+                               "the fact's first probe; the bench asks one literal and one paraphrase per fact")
+    out = []
+    for f in sc.facts:
+        if f.key not in questions:
+            raise HarnessError(f"{BENCH_SCENARIO_PATH}: fact {f.key!r} has no probe")
+        delete = (f.delete.session, f.delete.text) if f.delete is not None else None
+        out.append((f.key, f.type, f.salience, [(v.session, v.value, v.text) for v in f.versions], delete,
+                    *questions[f.key]))
+    return out
+
+
+def bench_distractors() -> list[str]:
+    """The distractor questions of the bench's filler exchanges (``meta.distractors`` of its file)."""
+    d = bench_file().meta.get("distractors")
+    if not isinstance(d, list) or not d or not all(isinstance(q, str) and q.strip() for q in d):
+        raise HarnessError(f"{BENCH_SCENARIO_PATH}: meta.distractors must be a non-empty list of questions; got {d!r}")
+    return list(d)
+
 
 _FILLER_LINES = 30
 
@@ -186,7 +128,9 @@ def bench_scenario(*, n_sessions: int = 30, exchanges_per_session: int = 12, see
     events: dict[int, list[tuple[str, str, int]]] = {}  # day -> [(key, kind, index)]
     facts = []
     values = []
-    for key, typ, sal, versions, delete, _, _ in BENCH_FACTS:
+    bench = bench_facts()
+    distractors = bench_distractors()
+    for key, typ, sal, versions, delete, _, _ in bench:
         vs = [v for v in versions if v[0] <= n_sessions]
         if not vs:
             continue
@@ -199,9 +143,9 @@ def bench_scenario(*, n_sessions: int = 30, exchanges_per_session: int = 12, see
             fact["delete"] = {"session": delete[0], "text": delete[1]}
             events.setdefault(delete[0], []).append((key, "delete", -1))
         facts.append(fact)
-    for q in DISTRACTORS:
-        if any(contains_value(q, v) for v in values):  # pragma: no cover - guards the word lists above
-            raise AssertionError(f"distractor {q!r} states a fact value")
+    for q in distractors:
+        if any(contains_value(q, v) for v in values):
+            raise HarnessError(f"{BENCH_SCENARIO_PATH}: distractor {q!r} states a fact value")
     by_key = {f["key"]: f for f in facts}
     sessions = []
     sources = []
@@ -216,7 +160,7 @@ def bench_scenario(*, n_sessions: int = 30, exchanges_per_session: int = 12, see
             target["position"] = pos
         rows = []
         for _ in range(exchanges_per_session - len(todays)):
-            q = DISTRACTORS[rng.randrange(len(DISTRACTORS))]
+            q = distractors[rng.randrange(len(distractors))]
             code, where = _filler(rng, values)
             rows.append({"user": q, "assistant": "Here is the relevant code:\n" + code})
             sources.append(where)
@@ -224,7 +168,7 @@ def bench_scenario(*, n_sessions: int = 30, exchanges_per_session: int = 12, see
             sessions.append({"session": day, "exchanges": rows})
     probes = []
     for day in days:
-        for key, _, _, versions, _, literal, paraphrase in BENCH_FACTS:
+        for key, _, _, versions, _, literal, paraphrase in bench:
             if key in by_key and by_key[key]["versions"][0]["session"] <= day:
                 probes.append({"id": f"{key}@{day}", "session": day, "fact": key, "literal": literal,
                                "paraphrase": paraphrase})

@@ -2,7 +2,9 @@
 
 A policy is a named factory whose keyword arguments are its settings.  ``policy.build(scenario,
 count)`` returns a memory with two methods: ``inject(session, question)``, the lines put in front
-of the reader at the end of ``session``, and ``stored(session)``, every line the policy keeps.
+of the reader at the end of ``session``, and ``stored(session)``, every line the policy keeps; and
+their structured forms ``inject_items`` and ``items``, each line a :class:`StoredItem` (a turn, a
+fact line, a profile entry, a bi-temporal record or a summary, with the exchange it came from).
 Seed 000's five conditions (``fresh``, ``replay-full``, ``replay-capped``, ``compacted``, ``store``),
 seed 001's ten policies, Generative-Agents retrieval and a bi-temporal store are all built here.
 """
@@ -17,7 +19,7 @@ from typing import Callable
 from .errors import HarnessError
 from .scenario import Exchange, Scenario
 
-__all__ = ["Policy", "POLICIES", "LAB_POLICIES", "BENCH_POLICIES", "EXTRA_POLICIES", "POLICY_LABELS",
+__all__ = ["Policy", "StoredItem", "ITEM_KINDS", "POLICIES", "LAB_POLICIES", "BENCH_POLICIES", "EXTRA_POLICIES", "POLICY_LABELS",
            "policy_label", "parse_policy", "render_exchange", "BM25Index"]
 
 
@@ -97,8 +99,32 @@ class BM25Index:
 
 # -- the memories ----------------------------------------------------------------------
 
+#: what a stored line is: a transcript ``turn`` (one exchange), a ``fact_line`` (a fact-bearing
+#: user statement, delete requests too), a ``profile_entry`` (a fact key's latest statement), a
+#: bi-temporal ``record`` (a statement with its validity interval) or a ``summary``
+ITEM_KINDS = ("turn", "fact_line", "profile_entry", "record", "summary")
+
+
+@dataclass(frozen=True)
+class StoredItem:
+    """One line a memory holds: its ``kind`` (:data:`ITEM_KINDS`), the stream ``position`` of the
+    exchange it came from (an index into ``scenario.exchanges``) and its ``text`` as the policy
+    renders it.  ``memaudit.diagnose`` maps each item to a package candidate; ``ref`` names that
+    candidate directly when the item is one (a store written from a package, e.g. OPT's)."""
+
+    kind: str
+    position: int
+    text: str
+    ref: str | None = None
+
+
 class _Memory:
-    """Base: a policy's memory over one scenario; caches per-session work."""
+    """Base: a policy's memory over one scenario; caches per-session work.
+
+    ``items(session)`` is every item the policy keeps at the end of ``session`` (its store), in
+    the policy's own order; ``inject_items(session, question)`` the items put in front of the
+    reader.  ``stored`` and ``inject`` are their texts.
+    """
 
     def __init__(self, scenario: Scenario, count):
         self.scenario = scenario
@@ -110,18 +136,36 @@ class _Memory:
             self._cache[key] = fn()
         return self._cache[key]
 
-    def inject(self, session: int, question: str) -> list[str]:  # pragma: no cover - abstract
+    def _until(self, session) -> list[tuple[int, Exchange]]:
+        """(stream position, exchange) of every exchange of sessions 1..``session``."""
+        return [(n, e) for n, e in enumerate(self.scenario.exchanges) if e.session <= session]
+
+    def items(self, session: int) -> list[StoredItem]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def stored(self, session: int) -> list[str]:  # pragma: no cover - abstract
+    def inject_items(self, session: int, question: str) -> list[StoredItem]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def inject(self, session: int, question: str) -> list[str]:
+        return [it.text for it in self.inject_items(session, question)]
+
+    def stored(self, session: int) -> list[str]:
+        return [it.text for it in self.items(session)]
+
+
+def _turn(n: int, e: Exchange, stamp: bool) -> StoredItem:
+    return StoredItem("turn", n, render_exchange(e, stamp))
+
+
+def _fact_line(n: int, e: Exchange, stamp: bool, kind: str = "fact_line") -> StoredItem:
+    return StoredItem(kind, n, _statement(e, stamp))
 
 
 class _Fresh(_Memory):
-    def inject(self, session, question):
+    def inject_items(self, session, question):
         return []
 
-    def stored(self, session):
+    def items(self, session):
         return []
 
 
@@ -130,11 +174,11 @@ class _SessionBuffer(_Memory):
         super().__init__(scenario, count)
         self.stamp = stamp
 
-    def inject(self, session, question):
-        return self.stored(session)
+    def inject_items(self, session, question):
+        return self.items(session)
 
-    def stored(self, session):
-        return self._cached(session, lambda: [render_exchange(e, self.stamp) for e in self.scenario.exchanges
+    def items(self, session):
+        return self._cached(session, lambda: [_turn(n, e, self.stamp) for n, e in enumerate(self.scenario.exchanges)
                                               if e.session == session])
 
 
@@ -143,23 +187,22 @@ class _Transcript(_Memory):
         super().__init__(scenario, count)
         self.stamp, self.cap_tokens, self.last_n = stamp, cap_tokens, last_n
 
-    def stored(self, session):
-        return self._cached(("all", session), lambda: [render_exchange(e, self.stamp)
-                                                       for e in self.scenario.exchanges_until(session)])
+    def items(self, session):
+        return self._cached(("all", session), lambda: [_turn(n, e, self.stamp) for n, e in self._until(session)])
 
     def _window(self, session):
-        exchanges = self.scenario.exchanges_until(session)
+        exchanges = self._until(session)
         if self.last_n is not None:
             exchanges = exchanges[len(exchanges) - self.last_n:] if self.last_n else []
         if self.cap_tokens is not None:
             # evict whole sessions, oldest first, until the replay fits the cap
-            while exchanges and self.count("\n".join(render_exchange(e, self.stamp) for e in exchanges)) \
+            while exchanges and self.count("\n".join(render_exchange(e, self.stamp) for _, e in exchanges)) \
                     > self.cap_tokens:
-                first = exchanges[0].session
-                exchanges = [e for e in exchanges if e.session != first]
-        return [render_exchange(e, self.stamp) for e in exchanges]
+                first = exchanges[0][1].session
+                exchanges = [(n, e) for n, e in exchanges if e.session != first]
+        return [_turn(n, e, self.stamp) for n, e in exchanges]
 
-    def inject(self, session, question):
+    def inject_items(self, session, question):
         return self._cached(("window", session), lambda: self._window(session))
 
 
@@ -168,24 +211,26 @@ class _FactLog(_Memory):
         super().__init__(scenario, count)
         self.stamp = stamp
 
-    def stored(self, session):
-        return self._cached(session, lambda: [_statement(e, self.stamp) for e in self.scenario.exchanges_until(session)
+    def items(self, session):
+        return self._cached(session, lambda: [_fact_line(n, e, self.stamp) for n, e in self._until(session)
                                               if e.fact is not None])
 
-    def inject(self, session, question):
-        return self.stored(session)
+    def inject_items(self, session, question):
+        return self.items(session)
 
 
-def _profile_lines(scenario: Scenario, session: int, stamp: bool, min_salience: int) -> list[str]:
-    """One line per fact key: the latest statement, in the order of the latest statements; a
+def _profile_items(scenario: Scenario, session: int, stamp: bool, min_salience: int) -> list[StoredItem]:
+    """One entry per fact key: the latest statement, in the order of the latest statements; a
     delete request removes the key.  Facts below ``min_salience`` are not kept."""
-    by_key: dict[str, str] = {}
-    for e in scenario.exchanges_until(session):
+    by_key: dict[str, StoredItem] = {}
+    for n, e in enumerate(scenario.exchanges):
+        if e.session > session:
+            break
         if e.fact is None or scenario.fact(e.fact).salience < min_salience:
             continue
         by_key.pop(e.fact, None)
         if e.event == "state":
-            by_key[e.fact] = _statement(e, stamp)
+            by_key[e.fact] = _fact_line(n, e, stamp, "profile_entry")
     return list(by_key.values())
 
 
@@ -194,11 +239,11 @@ class _Profile(_Memory):
         super().__init__(scenario, count)
         self.stamp, self.min_salience = stamp, min_salience
 
-    def stored(self, session):
-        return self._cached(session, lambda: _profile_lines(self.scenario, session, self.stamp, self.min_salience))
+    def items(self, session):
+        return self._cached(session, lambda: _profile_items(self.scenario, session, self.stamp, self.min_salience))
 
-    def inject(self, session, question):
-        return self.stored(session)
+    def inject_items(self, session, question):
+        return self.items(session)
 
 
 class _BM25(_Memory):
@@ -214,27 +259,27 @@ class _BM25(_Memory):
         def build():
             sc = self.scenario
             out = []
-            for e in sc.exchanges_until(session):
+            for n, e in self._until(session):
                 if self.source == "fact-log":
                     if e.fact is not None:
-                        out.append(_statement(e, self.stamp))
+                        out.append(_fact_line(n, e, self.stamp))
                     continue
                 if self.source == "unextracted" and e.fact is not None:
                     continue
                 if (self.redact_deleted and e.fact is not None and e.event == "state"
                         and sc.fact(e.fact).deleted_by(session)):
                     continue
-                out.append(render_exchange(e, self.stamp))
-            return out, BM25Index(out)
+                out.append(_turn(n, e, self.stamp))
+            return out, BM25Index([it.text for it in out])
         return self._cached(("docs", session), build)
 
     def _profile(self, session):
-        return _profile_lines(self.scenario, session, self.stamp, 0) if self.profile else []
+        return _profile_items(self.scenario, session, self.stamp, 0) if self.profile else []
 
-    def stored(self, session):
+    def items(self, session):
         return self._profile(session) + self._docs(session)[0]
 
-    def inject(self, session, question):
+    def inject_items(self, session, question):
         docs, index = self._docs(session)
         return self._profile(session) + [docs[i] for i in index.top(question, self.k)]
 
@@ -253,12 +298,13 @@ class _GenerativeAgents(_Memory):
 
     def _docs(self, session):
         def build():
-            ex = self.scenario.exchanges_until(session)
-            docs = [render_exchange(e, self.stamp) for e in ex]
-            return ex, docs, BM25Index(docs)
+            until = self._until(session)
+            ex = [e for _, e in until]
+            docs = [_turn(n, e, self.stamp) for n, e in until]
+            return ex, docs, BM25Index([it.text for it in docs])
         return self._cached(("docs", session), build)
 
-    def stored(self, session):
+    def items(self, session):
         return self._docs(session)[1]
 
     @staticmethod
@@ -266,7 +312,7 @@ class _GenerativeAgents(_Memory):
         lo, hi = float(x.min()), float(x.max())
         return (x - lo) / (hi - lo) if hi > lo else x * 0.0
 
-    def inject(self, session, question):
+    def inject_items(self, session, question):
         import numpy as np
 
         ex, docs, index = self._docs(session)
@@ -301,7 +347,7 @@ class _BiTemporal(_Memory):
 
     def _records(self, session):
         def build():
-            recs = []  # (first exchange position, text, valid_from, valid_to)
+            recs = []  # (stream position of the statement, text, valid_from, valid_to)
             pos = self.scenario.statement_positions()
             for f in self.scenario.facts:
                 if f.deleted_by(session):
@@ -321,11 +367,12 @@ class _BiTemporal(_Memory):
             return f"[valid from day {start}] {text}"
         return f"[valid day {start} to day {until}] {text}"
 
-    def stored(self, session):
-        return [self._line(t, a, b) for _, t, a, b in self._records(session)]
+    def items(self, session):
+        return [StoredItem("record", n, self._line(t, a, b)) for n, t, a, b in self._records(session)]
 
-    def inject(self, session, question):
-        return [self._line(t, a, b) for _, t, a, b in self._records(session) if self.history or b is None]
+    def inject_items(self, session, question):
+        return [StoredItem("record", n, self._line(t, a, b)) for n, t, a, b in self._records(session)
+                if self.history or b is None]
 
 
 # -- factories (keyword arguments = settings) --------------------------------------------
