@@ -34,10 +34,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from solvers.bnb import branch_and_bound  # noqa: E402
-from solvers.certify import CERT_RTOL, compare_results  # noqa: E402
-from solvers.milp import BACKENDS  # noqa: E402
-from solvers.random_problems import random_problem  # noqa: E402
+from memaudit_solvers.bnb import branch_and_bound  # noqa: E402
+from memaudit_solvers.certify import CERT_RTOL, compare_results  # noqa: E402
+from memaudit_solvers.milp import BACKENDS  # noqa: E402
+from memaudit_solvers.random_problems import random_problem  # noqa: E402
 
 METHODS = {"bnb": branch_and_bound, **BACKENDS}
 MILP_NAMES = tuple(BACKENDS)
@@ -357,7 +357,7 @@ def main(argv=None) -> int:
            f"load average at start {facts['load_average_at_start']}. numpy {v['numpy']}, scipy {v['scipy']}, "
            f"highspy {v['highspy']}, ortools {v['ortools']}, pulp {v['pulp']}. "
            f"Code: git {facts['git_head']}, solvers/bnb/*.py sha256 {facts['bnb_sha256']}.", "",
-           "Problems: `solvers.random_problems.random_problem(n, seed)`; budget = fraction x `stream_cost()`.", ""]
+           "Problems: `memaudit_solvers.random_problems.random_problem(n, seed)`; budget = fraction x `stream_cost()`.", ""]
 
     warm = methods if not args.large_only else ["bnb", "milp-highs"]
     if args.n_large:

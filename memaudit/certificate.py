@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers import Declined, evaluate, is_feasible
-from solvers.certify import CERT_RTOL
-from solvers.objective import infeasibility, total_cost
+from memaudit_solvers import Declined, evaluate, is_feasible
+from memaudit_solvers.certify import CERT_RTOL
+from memaudit_solvers.objective import infeasibility, total_cost
 
 from . import __version__
 from .errors import CertificateError
@@ -61,8 +61,8 @@ def _result_entry(result, compiled) -> dict:
 def solver_versions() -> dict:
     """Names and versions of the installed MILP back-ends (recorded in certificates and manifests)."""
     try:
-        from solvers.milp import backend_versions
-    except ImportError:  # pragma: no cover - solvers.milp always ships it today
+        from memaudit_solvers.milp import backend_versions
+    except ImportError:  # pragma: no cover - memaudit_solvers.milp always ships it today
         return {}
     return backend_versions()
 

@@ -26,7 +26,7 @@ import sys
 
 import click
 
-from solvers.registry import method_names
+from memaudit_solvers.registry import method_names
 
 from . import __version__
 from .certificate import build_certificate, load_certificate, verify_certificate, write_certificate, write_json

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .data import data_root
 from .errors import MemauditError
 
 __all__ = ["DEFAULT_METHODS", "PAPER", "Findings", "compute_findings", "format_findings", "default_root",
@@ -48,8 +49,8 @@ class FindingsError(MemauditError, ValueError):
 
 
 def default_root() -> Path:
-    """``packages_data/`` of the source checkout this module runs from."""
-    return Path(__file__).resolve().parents[1] / "packages_data"
+    """The shipped sets: ``packages_data/`` of a checkout, or the installed ``memaudit_data``."""
+    return data_root()
 
 
 def validity_share(problem, chosen, unit_kinds) -> float | None:
@@ -57,7 +58,7 @@ def validity_share(problem, chosen, unit_kinds) -> float | None:
 
     ``sum_r w_r h_r(s_r) / sum_r w_r h_r(inf)`` over the units whose kind is ``validity``.
     """
-    from solvers.objective import coverage_sums, unit_values
+    from memaudit_solvers.objective import coverage_sums, unit_values
 
     mask = np.isin(np.asarray(unit_kinds), VALIDITY_KINDS)
     if not mask.any():
@@ -143,11 +144,11 @@ def compute_findings(sets=("small", "validity", "natural"), *, root=None, method
         store (full or ablated) is infeasible or not worth the recorded OPT; or a method (or the
         ablated OPT) reaches more than the recorded OPT (by a relative 1e-6), so that OPT is not optimal.
     """
-    from solvers.registry import get_method
+    from memaudit_solvers.registry import get_method
 
     from .generators.ablate import ablate
     from .generators.datasets import ManifestError, load_manifest
-    from solvers import evaluate
+    from memaudit_solvers import evaluate
 
     from .package import compile_package, load_package, package_sha256, resolve_budget
     from .solve import solve_package
@@ -227,7 +228,7 @@ _RTOL = 1e-6
 
 def _checked_store(path, where: str, compiled, result: dict, budget: float):
     """The indices of ``result["store"]``, after checking it is feasible and worth ``result["opt"]``."""
-    from solvers import evaluate, is_feasible
+    from memaudit_solvers import evaluate, is_feasible
 
     from .errors import PackageError
 

@@ -1,4 +1,4 @@
-"""MEMAUDIT packages: the pydantic model, load / save, budgets, and compilation to a solvers.Problem."""
+"""MEMAUDIT packages: the pydantic model, load / save, budgets, and compilation to a memaudit_solvers.Problem."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, Strict, Val
                       field_validator, model_validator)
 from pydantic_core import PydanticSerializationError
 
-from solvers import Problem, ProblemError
-from solvers.problem import breakpoint_pieces, min_cap_pieces
+from memaudit_solvers import Problem, ProblemError
+from memaudit_solvers.problem import breakpoint_pieces, min_cap_pieces
 
 from .costs import COST_MODEL_UNITS, COST_MODELS, cost_of
 from .fileio import atomic_write
@@ -590,7 +590,7 @@ def resolve_budget(pkg: Package, budget=None, budget_frac=None) -> float:
 
 @dataclass(frozen=True, eq=False)
 class Compiled:
-    """A package compiled to a :class:`solvers.Problem`, with the ids behind each index.
+    """A package compiled to a :class:`memaudit_solvers.Problem`, with the ids behind each index.
 
     Candidate ``i`` of the problem is ``candidate_ids[i]``; unit ``r`` is ``unit_ids[r]``;
     group ``g`` is ``experience_ids[g]`` (stream order, as listed in the package).
@@ -643,7 +643,7 @@ def _h_pieces(h) -> tuple[np.ndarray, np.ndarray]:
 
 
 def compile_package(pkg: Package) -> Compiled:
-    """Build the :class:`solvers.Problem` of a package.
+    """Build the :class:`memaudit_solvers.Problem` of a package.
 
     Coverage is a scipy sparse (n_candidates, n_units) array; every unit's h is given by
     the same number of affine pieces (shorter lists repeat their last piece).

@@ -11,10 +11,10 @@ from typing import Callable
 
 import numpy as np
 
-from solvers import BackendUnavailable, Declined, Problem, ProblemError, Result, SolverError
-from solvers.certify import CERT_RTOL, Certification, compare_results
-from solvers.objective import coverage_sums, h_values, is_feasible
-from solvers.registry import BACKENDS, get_method, method_names
+from memaudit_solvers import BackendUnavailable, Declined, Problem, ProblemError, Result, SolverError
+from memaudit_solvers.certify import CERT_RTOL, Certification, compare_results
+from memaudit_solvers.objective import coverage_sums, h_values, is_feasible
+from memaudit_solvers.registry import BACKENDS, get_method, method_names
 
 from .errors import MemauditError, MethodError
 from .package import CANDIDATE_KINDS, Compiled, Package, candidate_costs, compile_package

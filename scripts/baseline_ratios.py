@@ -17,8 +17,8 @@ import numpy as np
 
 from memaudit.baselines import DEFAULT_METHODS
 from memaudit.reports.paper import paper_budgets
-from solvers.random_problems import random_problem
-from solvers.registry import run_method
+from memaudit_solvers.random_problems import random_problem
+from memaudit_solvers.registry import run_method
 
 
 def main(argv=None) -> None:

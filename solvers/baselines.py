@@ -3,7 +3,7 @@
 Every function here has the method contract ``fn(problem, budget, /, **settings) -> Result``
 and returns status ``heuristic``: a store that is feasible by construction (``make_result``
 re-checks it) and claims no bound.  Value and cost are recomputed by
-:func:`solvers.objective.evaluate`.
+:func:`memaudit_solvers.objective.evaluate`.
 
 Offline baselines see the whole package.  The MEMAUDIT paper's two heuristics (arXiv
 2605.02199, as its public artifact runs them) carry the names a reader of the paper expects:
@@ -22,7 +22,7 @@ and our own variants keep their own names:
 * :func:`kind_greedy` (``fact-only``, ``summary-only``): the greedy restricted to one kind;
 * :func:`random_store`: a seeded random feasible store.
 
-(``greedy``, the cost-benefit greedy, lives in :mod:`solvers.greedy`.)
+(``greedy``, the cost-benefit greedy, lives in :mod:`memaudit_solvers.greedy`.)
 
 Online writers see the stream one experience at a time (groups in index order) and
 decide before the next one arrives; their state is the store so far:
@@ -119,7 +119,7 @@ def stream_passes(problem: Problem, budget: float, thresholds, rule: str):
     stores : list of T lists of candidate indices (stream order)
     costs : ndarray, shape (T,)
     values : ndarray, shape (T,)
-        ``F`` of each store, from the pass's coverage sums (:func:`solvers.objective.unit_values`).
+        ``F`` of each store, from the pass's coverage sums (:func:`memaudit_solvers.objective.unit_values`).
     """
     tau = np.asarray(thresholds, dtype=float).reshape(-1)
     n_t = tau.size
@@ -476,7 +476,7 @@ def random_store(problem: Problem, budget: float, /, *, seed: int = 0) -> Result
 
     Examples
     --------
-    >>> from solvers.random_problems import random_problem
+    >>> from memaudit_solvers.random_problems import random_problem
     >>> p = random_problem(30, seed=2)
     >>> random_store(p, 100, seed=7).chosen.tolist() == random_store(p, 100, seed=7).chosen.tolist()
     True

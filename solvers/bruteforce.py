@@ -26,7 +26,7 @@ def brute_force(problem: Problem, budget: float, /, *, max_stores: int = MAX_BRU
 
     Examples
     --------
-    >>> from solvers.problem import Problem
+    >>> from memaudit_solvers.problem import Problem
     >>> p = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [0, 1], [0.5, 0.5]], [1.0, 2.0])
     >>> r = brute_force(p, 4)
     >>> r.value, r.chosen.tolist(), r.status

@@ -71,7 +71,7 @@ def certify(problem: Problem, budget: float, /, *, method: str = "bnb", backend:
 
     Examples
     --------
-    >>> from solvers.problem import Problem
+    >>> from memaudit_solvers.problem import Problem
     >>> p = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [0, 1], [0.5, 0.5]], [1.0, 2.0])
     >>> c = certify(p, 4, backend="brute")
     >>> c.certified, c.value

@@ -69,7 +69,7 @@ def greedy(problem: Problem, budget: float, /) -> Result:
 
     Examples
     --------
-    >>> from solvers.problem import Problem
+    >>> from memaudit_solvers.problem import Problem
     >>> p = Problem.build([1, 10], [0, 1], [[1, 0], [0, 1]], [1.0, 5.0])
     >>> greedy(p, 10).chosen.tolist()   # 'best single' beats the density pick
     [1]

@@ -50,7 +50,7 @@ def evaluate(problem: Problem, chosen) -> float:
 
     Examples
     --------
-    >>> from solvers.problem import Problem
+    >>> from memaudit_solvers.problem import Problem
     >>> p = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [0, 1], [0.5, 0.5]], [1.0, 2.0])
     >>> evaluate(p, [1]), evaluate(p, [0, 2]), evaluate(p, [])
     (2.0, 2.0, 0.0)
@@ -99,7 +99,7 @@ def is_feasible(problem: Problem, chosen, budget: float) -> bool:
 
     Examples
     --------
-    >>> from solvers.problem import Problem
+    >>> from memaudit_solvers.problem import Problem
     >>> p = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [0, 1], [0.5, 0.5]], [1.0, 2.0])
     >>> is_feasible(p, [1, 2], 4), is_feasible(p, [0, 1], 10), is_feasible(p, [1, 2], 3)
     (True, False, False)
@@ -124,7 +124,7 @@ def marginal_gains(problem: Problem, sums: np.ndarray, candidates=None) -> np.nd
 
     Examples
     --------
-    >>> from solvers.problem import Problem
+    >>> from memaudit_solvers.problem import Problem
     >>> p = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [0, 1], [0.5, 0.5]], [1.0, 2.0])
     >>> marginal_gains(p, coverage_sums(p, [2])).tolist()
     [0.5, 1.0, 1.5]
@@ -150,7 +150,7 @@ def standalone_values(problem: Problem) -> np.ndarray:
 
     Examples
     --------
-    >>> from solvers.problem import Problem
+    >>> from memaudit_solvers.problem import Problem
     >>> p = Problem.build([1, 2], [0, 1], [[1, 0.5], [2, 0]], [1.0, 4.0])
     >>> standalone_values(p).tolist()
     [3.0, 1.0]

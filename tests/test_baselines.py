@@ -8,13 +8,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solvers.baselines import (PICKS, density, density_global, fifo, gvt, gvt_geometric, kind_greedy, kind_writer,
+from memaudit_solvers.baselines import (PICKS, density, density_global, fifo, gvt, gvt_geometric, kind_greedy, kind_writer,
                                online_stores, random_store, recency, recency_raw)
-from solvers.bruteforce import brute_force
-from solvers.objective import evaluate, is_feasible
-from solvers.problem import Problem
-from solvers.random_problems import random_problem, tiny_problem
-from solvers.registry import BASELINES, ONLINE_METHODS, get_method
+from memaudit_solvers.bruteforce import brute_force
+from memaudit_solvers.objective import evaluate, is_feasible
+from memaudit_solvers.problem import Problem
+from memaudit_solvers.random_problems import random_problem, tiny_problem
+from memaudit_solvers.registry import BASELINES, ONLINE_METHODS, get_method
 
 KINDS = ("raw", "fact", "update", "tombstone")
 HEURISTICS = [*sorted(BASELINES), *sorted(ONLINE_METHODS), "kind:raw", "kind:fact", "kind:tombstone"]
@@ -156,7 +156,7 @@ def test_gvt_exact_grid_reaches_the_updates_the_geometric_schedule_misses():
 
 def test_gvt_is_one_pass_per_threshold_each_run_from_scratch():
     """gvt equals the best of independent single-threshold passes (checked by a plain loop here)."""
-    from solvers.objective import marginal_gains, standalone_values
+    from memaudit_solvers.objective import marginal_gains, standalone_values
     for seed in range(15):
         p = tiny_problem(seed, n_candidates=9, n_units=3)
         budget = 0.4 * float(p.costs.sum())

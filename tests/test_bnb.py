@@ -1,4 +1,4 @@
-"""Tests of solvers.bnb: exactness against an enumeration oracle and the MILP, properties of OPT, bounds, settings."""
+"""Tests of memaudit_solvers.bnb: exactness against an enumeration oracle and the MILP, properties of OPT, bounds, settings."""
 
 import math
 
@@ -8,12 +8,12 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers.bnb import branch_and_bound, lagrangian_bound, objective_grid
-from solvers.milp import milp_highs
-from solvers.objective import evaluate, is_feasible, total_cost
-from solvers.problem import Problem, breakpoint_pieces, min_cap_pieces
-from solvers.random_problems import random_problem, tiny_problem
-from solvers.result import Result
+from memaudit_solvers.bnb import branch_and_bound, lagrangian_bound, objective_grid
+from memaudit_solvers.milp import milp_highs
+from memaudit_solvers.objective import evaluate, is_feasible, total_cost
+from memaudit_solvers.problem import Problem, breakpoint_pieces, min_cap_pieces
+from memaudit_solvers.random_problems import random_problem, tiny_problem
+from memaudit_solvers.result import Result
 from test_objective import build, problem_data  # the drawn-problem strategy of the objective tests
 
 #: bnb settings that each take a different path through the code

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from solvers.bnb import Progress, branch_and_bound
-from solvers.random_problems import random_problem
+from memaudit_solvers.bnb import Progress, branch_and_bound
+from memaudit_solvers.random_problems import random_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,8 +45,8 @@ def test_progress_must_be_callable():
 CHILD = textwrap.dedent("""
     import json, resource, sys, time
     import numpy as np, scipy.sparse as sp
-    from solvers.bnb import branch_and_bound
-    from solvers.problem import Problem
+    from memaudit_solvers.bnb import branch_and_bound
+    from memaudit_solvers.problem import Problem
     case = sys.argv[1]
     rng = np.random.default_rng(0)
     if case == "shared":      # 12,000 experiences whose two candidates all cover one unit

@@ -4,10 +4,10 @@ the feasibility nor the optimality of its store (checked against the brute-force
 import numpy as np
 import pytest
 
-from solvers.bnb import branch_and_bound
-from solvers.bruteforce import brute_force
-from solvers.problem import Problem
-from solvers.random_problems import random_problem, tiny_problem
+from memaudit_solvers.bnb import branch_and_bound
+from memaudit_solvers.bruteforce import brute_force
+from memaudit_solvers.problem import Problem
+from memaudit_solvers.random_problems import random_problem, tiny_problem
 
 SCALES = [-12, -11, -9, -6, -3, 3, 7, 12]
 CONFIGS = {"default": {}, "coupled": {"max_combos": 1}}

@@ -1,4 +1,4 @@
-"""Tests of solvers.certify: bnb certified by each back-end, and every way a pair of results can fail to certify."""
+"""Tests of memaudit_solvers.certify: bnb certified by each back-end, and every way a pair of results can fail to certify."""
 
 import dataclasses
 import time
@@ -6,15 +6,15 @@ import time
 import numpy as np
 import pytest
 
-from solvers.bnb import branch_and_bound
-from solvers.certify import CERT_RTOL, certify, compare_results
-from solvers.greedy import greedy_store
-from solvers.milp import milp_highs
-from solvers.objective import evaluate, is_feasible, total_cost
-from solvers.problem import Problem
-from solvers.random_problems import random_problem, tiny_problem
-from solvers.registry import EXACT_METHODS
-from solvers.result import Result, make_result
+from memaudit_solvers.bnb import branch_and_bound
+from memaudit_solvers.certify import CERT_RTOL, certify, compare_results
+from memaudit_solvers.greedy import greedy_store
+from memaudit_solvers.milp import milp_highs
+from memaudit_solvers.objective import evaluate, is_feasible, total_cost
+from memaudit_solvers.problem import Problem
+from memaudit_solvers.random_problems import random_problem, tiny_problem
+from memaudit_solvers.registry import EXACT_METHODS
+from memaudit_solvers.result import Result, make_result
 
 PROBLEMS = {
     "tiny-min1": (tiny_problem(21, n_candidates=12, pieces="min1"), 9.0),

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from solvers.objective import evaluate, is_feasible, total_cost
-from solvers.problem import Problem
-from solvers.random_problems import random_problem, tiny_problem
-from solvers.registry import EXACT_METHODS, METHODS, NEEDS_KINDS, get_method, run_method
-from solvers.result import STATUSES, Declined, Result
+from memaudit_solvers.objective import evaluate, is_feasible, total_cost
+from memaudit_solvers.problem import Problem
+from memaudit_solvers.random_problems import random_problem, tiny_problem
+from memaudit_solvers.registry import EXACT_METHODS, METHODS, NEEDS_KINDS, get_method, run_method
+from memaudit_solvers.result import STATUSES, Declined, Result
 
 
 def _off_grid():

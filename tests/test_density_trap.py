@@ -17,7 +17,7 @@ from memaudit.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, main
 from memaudit.errors import MemauditError
 from memaudit.generators.density_trap import density_trap
 from memaudit.package import load_package
-from solvers.bruteforce import brute_force
+from memaudit_solvers.bruteforce import brute_force
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "packages_data" / "examples" / "quickstart.json"

@@ -18,7 +18,7 @@ from memaudit.harness.policies import POLICIES, Policy, StoredItem, _Memory, par
 from memaudit.harness.readers import classifier_reader
 from memaudit.harness.scenario import scenario_from_dict
 from memaudit.package import candidate_costs, compile_package
-from solvers.objective import evaluate
+from memaudit_solvers.objective import evaluate
 
 POLS = ["fresh", "full-transcript", "fact-log", "profile", "profile+bm25", "bm25-transcript", "opt"]
 

@@ -14,8 +14,8 @@ from memaudit.cli import main
 from memaudit.findings import FindingsError, compute_findings, format_findings, validity_share
 from memaudit.generators.datasets import ManifestError, load_manifest
 from memaudit.package import compile_package, load_package
-from solvers import evaluate, is_feasible
-from solvers.problem import Problem
+from memaudit_solvers import evaluate, is_feasible
+from memaudit_solvers.problem import Problem
 
 DATA = Path(__file__).resolve().parents[1] / "packages_data"
 METHODS = ("density", "greedy", "gvt", "fifo", "kind:update")

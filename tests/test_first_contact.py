@@ -189,3 +189,11 @@ def test_method_default_never_wraps_mid_name(runner):
         words = set(run(runner, command, "--help").stdout.replace(",", " ").replace("(", " ").replace(")", " ").split())
         missing = [m for m in DEFAULT_METHODS if m not in words and "-" not in m]
         assert not missing, (command, missing)
+
+
+def test_search_progress_line():
+    from memaudit_solvers.bnb import Progress
+    from memaudit.solve import _search_progress
+    lines = []
+    _search_progress(lines.append)(Progress(nodes=1082, incumbent=2206.0, bound=2206.88, gap=0.000399, elapsed=40.2))
+    assert lines == ["    40.2 s  nodes 1082  incumbent 2206  bound 2206.88  gap 0.0399%"]

@@ -1,4 +1,4 @@
-"""Tests of solvers.milp: every back-end against a brute-force oracle, and the contract around it."""
+"""Tests of memaudit_solvers.milp: every back-end against a brute-force oracle, and the contract around it."""
 
 import functools
 import itertools
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from solvers import milp
-from solvers.milp import BACKENDS, backend_versions, cpsat, milp_highs
-from solvers.objective import evaluate, is_feasible
-from solvers.problem import Problem, breakpoint_pieces, min_cap_pieces
-from solvers.result import BackendUnavailable, Declined
+from memaudit_solvers import milp
+from memaudit_solvers.milp import BACKENDS, backend_versions, cpsat, milp_highs
+from memaudit_solvers.objective import evaluate, is_feasible
+from memaudit_solvers.problem import Problem, breakpoint_pieces, min_cap_pieces
+from memaudit_solvers.result import BackendUnavailable, Declined
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = sorted(BACKENDS)
@@ -349,12 +349,12 @@ def test_cbc_constraints_are_named_after_their_meaning():
 def test_import_is_light_and_solves_print_nothing():
     code = textwrap.dedent("""
         import sys
-        import solvers, solvers.milp
+        import memaudit_solvers, memaudit_solvers.milp
         heavy = [m for m in ("highspy", "pulp", "ortools", "cbcbox") if m in sys.modules]
         assert not heavy, heavy
-        from solvers.problem import Problem
+        from memaudit_solvers.problem import Problem
         p = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [1, 1], [0.5, 0]], [1.0, 2.0])
-        for fn in solvers.milp.BACKENDS.values():
+        for fn in memaudit_solvers.milp.BACKENDS.values():
             assert fn(p, 4).value == 3.0
     """)
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -1,4 +1,4 @@
-"""Tests of solvers.objective and solvers.problem: F against a naive reimplementation, the checkers, validation."""
+"""Tests of memaudit_solvers.objective and memaudit_solvers.problem: F against a naive reimplementation, the checkers, validation."""
 
 import math
 import re
@@ -9,9 +9,9 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers.objective import (COST_RTOL, coverage_sums, evaluate, infeasibility, is_feasible, marginal_gains,
+from memaudit_solvers.objective import (COST_RTOL, coverage_sums, evaluate, infeasibility, is_feasible, marginal_gains,
                                total_cost)
-from solvers.problem import Problem, ProblemError, breakpoint_pieces, min_cap_pieces
+from memaudit_solvers.problem import Problem, ProblemError, breakpoint_pieces, min_cap_pieces
 
 GRID_VALUES = (0.0, 0.5, 1.0, 1.5, 2.5)
 

@@ -14,7 +14,7 @@ from memaudit.errors import BudgetError, MemauditError, PackageError
 from memaudit.package import (FORMAT, Compiled, HBreakpoints, HCap, Package, candidate_costs, compile_package,
                               load_package, package_from_dict, package_json_schema, package_sha256,
                               resolve_budget, save_package, stream_cost, summarize)
-from solvers import evaluate
+from memaudit_solvers import evaluate
 
 OLD_NS = 1_000_000_000 * 10**9  # 2001-09-09: any write during a load would move the mtime
 

@@ -11,7 +11,7 @@ from memaudit.cli import main
 from memaudit.generators.paper import paper_small, paper_update_chain
 from memaudit.package import candidate_costs, compile_package, load_package
 from memaudit.reports.stability import StabilityError, recost, relax_partition, stability_rows
-from solvers.registry import get_method
+from memaudit_solvers.registry import get_method
 
 QUICKSTART = "packages_data/examples/quickstart.json"
 

@@ -13,7 +13,7 @@ from memaudit.generators.datasets import (ABLATION_KINDS, BUDGET_FRACS, SETS, Ma
                                           set_specs)
 from memaudit.package import compile_package, load_package, package_sha256, package_to_dict, resolve_budget, stream_cost
 from memaudit.solve import solve_package
-from solvers import evaluate, is_feasible
+from memaudit_solvers import evaluate, is_feasible
 
 DATA = Path(__file__).resolve().parents[1] / "packages_data"
 RTOL = 1e-6

@@ -22,7 +22,7 @@ from memaudit.stores.adjudication import combine_rows, judge_prompt, read_adjudi
 from memaudit.stores.audit import audit_export, store_audit_spec
 from memaudit.stores.matcher import CoverageRow, invalidated_mention, match_unit, matcher_rows, mentions
 from memaudit.stores.union import build_union
-from solvers.objective import evaluate, is_feasible
+from memaudit_solvers.objective import evaluate, is_feasible
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "stores"

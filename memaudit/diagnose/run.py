@@ -29,7 +29,7 @@ from ..harness.readers import Judge, Reader, mechanical_reader
 from ..harness.trial import Plant, ProbeSet, Score, Trial, classify, probe_kind
 from ..package import resolve_budget
 from ..solve import fully_covered, solve_package
-from solvers.objective import evaluate, infeasibility, is_feasible, total_cost
+from memaudit_solvers.objective import evaluate, infeasibility, is_feasible, total_cost
 from .compile import Checkpoint, CompiledScenario
 from .errors import DiagnoseError
 

@@ -12,6 +12,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from ..data import data_path
 from .errors import HarnessError
 from .match import contains_value
 from .policies import BENCH_POLICIES, parse_policy, policy_label
@@ -24,7 +25,7 @@ __all__ = ["BENCH_SCENARIO_PATH", "bench_file", "bench_facts", "bench_distractor
 
 #: the scenario file of the 30-session memory bench (facts, probes, distractors), read here and by
 #: the ``natural`` generator (:mod:`memaudit.generators.natural`)
-BENCH_SCENARIO_PATH = Path(__file__).resolve().parents[2] / "packages_data" / "scenarios" / "memory-bench.yaml"
+BENCH_SCENARIO_PATH = data_path("scenarios", "memory-bench.yaml")
 
 
 @functools.cache

@@ -12,7 +12,7 @@ The paper (arXiv 2605.02199) reports, on its MemAudit-Small packages (:mod:`mema
 * **audit**: bnb against an independent MILP (HiGHS) on audit-seeds x f x the three
   distributions, with B from the same rule over the three (rows, agreements, largest difference).
 
-Every OPT is certified: bnb and HiGHS must both prove it and agree (:func:`solvers.certify.compare_results`);
+Every OPT is certified: bnb and HiGHS must both prove it and agree (:func:`memaudit_solvers.certify.compare_results`);
 a row that does not certify raises :class:`PaperReportError`.  Budgets follow the paper's rule
 (:func:`paper_budgets`): ``B = max(1, round(f x M))`` with M the mean total candidate cost over the
 run's seeds and distributions (not the stream cost).
@@ -100,7 +100,7 @@ def invalidation_covered(problem, chosen, validity_mask) -> float:
 
     Examples
     --------
-    >>> from solvers.problem import Problem
+    >>> from memaudit_solvers.problem import Problem
     >>> p = Problem.build([1, 1], [0, 1], [[0.5, 1], [1, 0]], [1.0, 1.0])
     >>> invalidation_covered(p, [0], np.array([True, False])), invalidation_covered(p, [0, 1], np.array([True, True]))
     (0.5, 2.0)
@@ -169,9 +169,9 @@ def _compile(distribution: str, seed: int) -> _Compiled:
 
 
 def _certified_opt(problem, budget: float):
-    """bnb's optimum and HiGHS's, and their :class:`solvers.certify.Certification`."""
-    from solvers.certify import compare_results
-    from solvers.registry import get_method
+    """bnb's optimum and HiGHS's, and their :class:`memaudit_solvers.certify.Certification`."""
+    from memaudit_solvers.certify import compare_results
+    from memaudit_solvers.registry import get_method
 
     a = get_method("bnb")(problem, budget)
     b = get_method(BACKEND)(problem, budget)
@@ -214,10 +214,10 @@ class Enumeration:
         """An optimal store at ``budget`` (largest value, then lowest cost, then first) and its value.
 
         ``allowed`` (mask over the stores, see :meth:`without`) restricts the search.  The value
-        returned is :func:`solvers.objective.evaluate` of that store, checked against the
+        returned is :func:`memaudit_solvers.objective.evaluate` of that store, checked against the
         enumeration's own sum.
         """
-        from solvers.objective import budget_slack, evaluate
+        from memaudit_solvers.objective import budget_slack, evaluate
 
         fits = self.costs <= budget + budget_slack(budget)
         ok = np.flatnonzero(fits if allowed is None else fits & allowed)
@@ -236,8 +236,8 @@ def enumerate_stores(problem, *, max_stores: int = MAX_STORES) -> Enumeration:
 
     Stores are built group by group (each group: none, or one of its candidates), carrying
     their coverage sums and costs.  The objective of every store is ``sum_r w_r h_r(s_r)`` with
-    h stated as in :func:`solvers.objective.h_values`; :meth:`Enumeration.best` re-evaluates the
-    store it returns with :func:`solvers.objective.evaluate`.
+    h stated as in :func:`memaudit_solvers.objective.h_values`; :meth:`Enumeration.best` re-evaluates the
+    store it returns with :func:`memaudit_solvers.objective.evaluate`.
 
     Raises
     ------
@@ -246,7 +246,7 @@ def enumerate_stores(problem, *, max_stores: int = MAX_STORES) -> Enumeration:
 
     Examples
     --------
-    >>> from solvers.problem import Problem
+    >>> from memaudit_solvers.problem import Problem
     >>> e = enumerate_stores(Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [0, 1], [0.5, 0.5]], [1.0, 2.0]))
     >>> e.sizes, e.best(4)
     ((3, 2), ([1, 2], 2.5))
@@ -267,7 +267,7 @@ def enumerate_stores(problem, *, max_stores: int = MAX_STORES) -> Enumeration:
         opt_costs = np.concatenate([[0.0], problem.costs[m]])
         sums = (sums[:, None, :] + opt_sums[None]).reshape(-1, problem.n_units)
         costs = (costs[:, None] + opt_costs[None]).reshape(-1)
-    # h_r(s) = min_k (slope_rk s + intercept_rk), as solvers.objective.h_values states it, for all stores at once
+    # h_r(s) = min_k (slope_rk s + intercept_rk), as memaudit_solvers.objective.h_values states it, for all stores at once
     h = sums * problem.h_slopes[:, 0] + problem.h_intercepts[:, 0]
     for p in range(1, problem.h_slopes.shape[1]):
         np.minimum(h, sums * problem.h_slopes[:, p] + problem.h_intercepts[:, p], out=h)
@@ -330,7 +330,7 @@ class PaperReport:
 
 
 def _ratios(problem, budget, opt_value, validity, methods):
-    from solvers.registry import get_method
+    from memaudit_solvers.registry import get_method
 
     ratio, inval = {}, {}
     for m in methods:

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers import Declined, Problem
-from solvers.certify import compare_results
-from solvers.objective import COST_RTOL, evaluate, infeasibility, is_feasible, total_cost
+from memaudit_solvers import Declined, Problem
+from memaudit_solvers.certify import compare_results
+from memaudit_solvers.objective import COST_RTOL, evaluate, infeasibility, is_feasible, total_cost
 
 from ..package import Package, resolve_budget
 from ..solve import run_solver, solve_package

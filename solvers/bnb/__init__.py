@@ -55,7 +55,7 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        :func:`objective_grid`) a bound below ``incumbent + step`` closes a
        node; otherwise the tolerance is 1e-9 relative.  Every tolerance is
        relative to the data's own scale (budget checks use
-       :func:`solvers.objective.budget_slack`), so scaling all costs and the
+       :func:`memaudit_solvers.objective.budget_slack`), so scaling all costs and the
        budget, or all weights, by any power of ten changes neither the store
        nor OPT (beyond the scale).
 
@@ -94,7 +94,7 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
 
     Examples
     --------
-    >>> from solvers.problem import Problem
+    >>> from memaudit_solvers.problem import Problem
     >>> p = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [0, 1], [0.5, 0.5]], [1.0, 2.0])
     >>> r = branch_and_bound(p, 4)
     >>> r.value, r.chosen.tolist(), r.status

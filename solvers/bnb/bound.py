@@ -121,7 +121,7 @@ def lagrangian_bound(problem: Problem, budget: float, mu=None) -> float:
 
     Examples
     --------
-    >>> from solvers.problem import Problem
+    >>> from memaudit_solvers.problem import Problem
     >>> p = Problem.build([2, 2], [0, 1], [[1.0], [1.0]], [1.0])
     >>> lagrangian_bound(p, 4.0), lagrangian_bound(p, 4.0, mu=[0.0])
     (2.0, 1.0)

@@ -57,7 +57,7 @@ def objective_grid(problem: Problem) -> float:
 
     Examples
     --------
-    >>> from solvers.problem import Problem
+    >>> from memaudit_solvers.problem import Problem
     >>> objective_grid(Problem.build([1, 1], [0, 1], [[0.5, 0], [1, 1]], [2.0, 3.0]))  # 2*{0,.5,1} + 3*{0,1}
     1.0
     >>> objective_grid(Problem.build([1], [0], [[0.1234567891]], [1.0]))

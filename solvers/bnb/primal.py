@@ -1,7 +1,7 @@
 """bnb's primal heuristics beyond rounding: a time-boxed sub-MIP on the groups the LP leaves open.
 
 The stores found here are only *offered* to the search (which re-checks feasibility and evaluates
-F with :func:`solvers.objective.evaluate`); they never enter a bound, so the optimality proof stays
+F with :func:`memaudit_solvers.objective.evaluate`); they never enter a bound, so the optimality proof stays
 bnb's own.
 """
 

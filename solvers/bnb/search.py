@@ -26,7 +26,7 @@ NONE = -1
 
 @dataclass(frozen=True)
 class Progress:
-    """What :func:`solvers.bnb.branch_and_bound` tells its ``progress`` callable.
+    """What :func:`memaudit_solvers.bnb.branch_and_bound` tells its ``progress`` callable.
 
     ``bound`` is the largest bound of the open nodes (never below OPT), ``incumbent`` the value of
     the best store found, ``gap = (bound - incumbent) / |bound|`` (0 when the bound is 0) and
