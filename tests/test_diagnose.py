@@ -182,7 +182,7 @@ def test_cut_in_order_takes_a_prefix_that_fits(small):
 def test_hybrid_holds_a_statement_twice_so_its_whole_store_scores_zero(doc):
     for s in stores(doc, "profile+bm25"):
         assert s["over_budget"] and s["write_ratio"] == 0.0 and s["write_ratio_cut"] == 1.0
-        assert "group" in s["why_not_feasible"] or "exceeds" in s["why_not_feasible"]
+        assert "experience(s) stored twice, e.g. e" in s["why_not_feasible"]
 
 
 def test_opt_value_is_the_brute_force_optimum():
@@ -339,6 +339,7 @@ def test_cli_table_out_and_plot(tiny_file, tmp_path):
     (["--policy", "opt", "--budget-frac", "-1"], "budget fraction"),
     (["--policy", "opt", "--kinds", "summary"], "unknown candidate kind 'summary'"),
     (["--policy", "opt:k=2"], "k goes with retriever=bm25"),
+    (["--policy", "opt", "--budget", "0"], "OPT of checkpoint 2 ('tiny@2') is 0 at budget 0"),
 ])
 def test_cli_errors_are_one_line(tiny_file, args, message):
     r = CliRunner().invoke(main, ["diagnose", str(tiny_file), *args])
