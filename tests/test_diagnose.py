@@ -410,3 +410,21 @@ def test_cli_hooks_for_scenarios_compiled_elsewhere(monkeypatch, tmp_path):
     assert json.loads(r.stdout)["plant"]["name"] == "fake"
     r = CliRunner().invoke(main, ["diagnose", "gone:conv.json", "--policy", "profile"])
     assert r.exit_code == 1 and "fake_importer offers no no_such_hook(path, kinds)" in r.output
+
+
+def test_a_reader_command_moves_failures_to_the_reader(tiny_file):
+    # a command that always states the old value: evidence injected cleanly by the profile, answer wrong
+    import shlex
+    import sys
+    from pathlib import Path
+
+    fake = Path(__file__).resolve().parent / "harness_fake_cli.py"
+    cmd = shlex.join([sys.executable, str(fake), "reader", "--say", "We use Postgres 15."])
+    r = CliRunner().invoke(main, ["diagnose", str(tiny_file), "--policy", "profile", "--forms", "literal",
+                                  "--reader-cmd", cmd, "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["probe"]["reader"]["name"] == "command"
+    row = next(x for x in d["rows"] if x["probe"] == "db")
+    assert (row["outcome"], row["injected_outcome"], row["attribution"]) == ("stale", "current", "reader")
+    assert row["answer"] == "We use Postgres 15."
