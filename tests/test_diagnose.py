@@ -182,7 +182,7 @@ def test_cut_in_order_takes_a_prefix_that_fits(small):
 def test_hybrid_holds_a_statement_twice_so_its_whole_store_scores_zero(doc):
     for s in stores(doc, "profile+bm25"):
         assert s["over_budget"] and s["write_ratio"] == 0.0 and s["write_ratio_cut"] == 1.0
-        assert "group" in s["why_not_feasible"] or "exceeds" in s["why_not_feasible"]
+        assert "experience(s) stored twice, e.g. e" in s["why_not_feasible"]
 
 
 def test_opt_value_is_the_brute_force_optimum():
@@ -339,6 +339,7 @@ def test_cli_table_out_and_plot(tiny_file, tmp_path):
     (["--policy", "opt", "--budget-frac", "-1"], "budget fraction"),
     (["--policy", "opt", "--kinds", "summary"], "unknown candidate kind 'summary'"),
     (["--policy", "opt:k=2"], "k goes with retriever=bm25"),
+    (["--policy", "opt", "--budget", "0"], "OPT of checkpoint 2 ('tiny@2') is 0 at budget 0"),
 ])
 def test_cli_errors_are_one_line(tiny_file, args, message):
     r = CliRunner().invoke(main, ["diagnose", str(tiny_file), *args])
@@ -409,3 +410,21 @@ def test_cli_hooks_for_scenarios_compiled_elsewhere(monkeypatch, tmp_path):
     assert json.loads(r.stdout)["plant"]["name"] == "fake"
     r = CliRunner().invoke(main, ["diagnose", "gone:conv.json", "--policy", "profile"])
     assert r.exit_code == 1 and "fake_importer offers no no_such_hook(path, kinds)" in r.output
+
+
+def test_a_reader_command_moves_failures_to_the_reader(tiny_file):
+    # a command that always states the old value: evidence injected cleanly by the profile, answer wrong
+    import shlex
+    import sys
+    from pathlib import Path
+
+    fake = Path(__file__).resolve().parent / "harness_fake_cli.py"
+    cmd = shlex.join([sys.executable, str(fake), "reader", "--say", "We use Postgres 15."])
+    r = CliRunner().invoke(main, ["diagnose", str(tiny_file), "--policy", "profile", "--forms", "literal",
+                                  "--reader-cmd", cmd, "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["probe"]["reader"]["name"] == "command"
+    row = next(x for x in d["rows"] if x["probe"] == "db")
+    assert (row["outcome"], row["injected_outcome"], row["attribution"]) == ("stale", "current", "reader")
+    assert row["answer"] == "We use Postgres 15."

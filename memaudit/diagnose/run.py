@@ -152,9 +152,24 @@ def cut_in_order(problem, order: list[int], budget: float) -> list[int]:
     return taken
 
 
+def _not_a_store(problem, cp: Checkpoint, cids: list[str], order: list[int]) -> str:
+    """Why the mapped items are not a store of the package (a candidate or an experience held twice), or ""."""
+    if len(order) < len(cids):
+        return f"{len(cids) - len(order)} item(s) repeat a candidate the store already holds"
+    groups = [int(problem.groups[i]) for i in order]
+    if len(set(groups)) < len(groups):
+        seen, twice = set(), []
+        for g in groups:
+            if g in seen and g not in twice:
+                twice.append(g)
+            seen.add(g)
+        eid = cp.package.experiences[twice[0]].id
+        return (f"{len(twice)} experience(s) stored twice, e.g. {eid} (a store holds one candidate per "
+                "experience)")
+    return ""
+
+
 def _ratio(value: float, opt: float) -> float:
-    if opt <= 0:
-        return 1.0
     r = value / opt
     return 1.0 if 1.0 < r <= 1.0 + 1e-9 else r
 
@@ -226,6 +241,9 @@ def diagnose(compiled: CompiledScenario, policies, *, budget=None, budget_frac=N
         b = _budget_of(cp, budget, budget_frac)
         say(f"checkpoint {s}: solving OPT at budget {b:g}...")
         report = solve_package(cp.package, budget=b, backend=backend)
+        if report.value <= 0:
+            raise DiagnoseError(f"OPT of checkpoint {s} ({cp.package.id!r}) is 0 at budget {b:g}: no store can cover "
+                                "any evidence unit, so there is nothing to score against; raise the budget")
         problem = report.compiled.problem
         ids = report.compiled.ids(report.result.chosen)
         cand = {c.id: c for c in cp.package.candidates}
@@ -264,10 +282,7 @@ def diagnose(compiled: CompiledScenario, policies, *, budget=None, budget_frac=N
             all_idx = rc.indices(cids) if cids else np.array([], dtype=np.int64)
             cost = total_cost(problem, all_idx)  # every item: a candidate held twice is paid twice
             value = evaluate(problem, idx)
-            why = ""
-            if len(order) < len(cids):
-                why = f"{len(cids) - len(order)} item(s) repeat a candidate the store already holds"
-            why = why or infeasibility(problem, idx, info["budget"])
+            why = _not_a_store(problem, cp, cids, order) or infeasibility(problem, idx, info["budget"])
             opt = info["report"].value
             cut = cut_in_order(problem, order, info["budget"])
             required = sorted({u for units in cp.probe_units.values() for u in units})
