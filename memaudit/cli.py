@@ -563,9 +563,10 @@ def density_trap_command(k, topics, cost_model, output, budget, budget_frac):
         click.echo(json.dumps(package_to_dict(pkg), indent=2, ensure_ascii=False, allow_nan=False))
     else:
         save_package(pkg, output)
+        trap = ("" if budget is not None or budget_frac is not None else
+                f"; density keeps {pkg.meta['density_ratio_by_construction']:.3f} of OPT by construction")
         click.echo(f"wrote {output}: {len(pkg.candidates)} candidates, {len(pkg.units)} units, budget "
-                   f"{num(pkg.budget)}; density keeps {pkg.meta['density_ratio_by_construction']:.3f} of OPT by "
-                   "construction")
+                   f"{num(pkg.budget)}{trap}")
 
 
 # -- commands of the subpackages (each keeps its heavy imports inside its commands) --------

@@ -89,9 +89,11 @@ def _group_entries(problem: Problem) -> list:
         for members in problem.group_members():
             row_of, pos = rows_entries(cov.indptr, members)
             units = cov.indices[pos]
+            indicator = np.zeros((units.size, members.size))
+            indicator[np.arange(units.size), row_of] = 1.0
             out.append((members, row_of, units, cov.data[pos], problem.h_slopes[units][None],
                         problem.h_intercepts[units][None], problem.weights[units], problem.costs[members],
-                        members.astype(float)))
+                        members.astype(float), indicator))
         return out
     return problem.cached("group_entries", build)
 
@@ -127,15 +129,13 @@ def stream_passes(problem: Problem, budget: float, thresholds, rule: str):
     remaining = np.full(n_t, float(budget))
     slack = _slack(budget)
     stores: list[list[int]] = [[] for _ in range(n_t)]
-    for members, row_of, units, data, slopes, inter, weights, costs, keys in _group_entries(problem):
+    for members, row_of, units, data, slopes, inter, weights, costs, keys, indicator in _group_entries(problem):
         if members.size == 0:
             continue
         base = sums[:, units][..., None]                                   # (T, E, 1)
         after = np.min(slopes * (base + data[None, :, None]) + inter, axis=2)
         before = np.min(slopes * base + inter, axis=2)
-        gains = np.zeros((members.size, n_t))
-        np.add.at(gains, row_of, (weights * (after - before)).T)
-        gains = gains.T                                                     # (T, C)
+        gains = (weights * (after - before)) @ indicator                    # (T, C)
         ok = (costs <= remaining[:, None] + slack) & (gains > GAIN_TOL)
         dens = gains / costs
         if rule == "density":

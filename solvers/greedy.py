@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from .objective import coverage_sums, evaluate, marginal_gains, rows_entries, standalone_values
+from .objective import budget_slack, coverage_sums, evaluate, marginal_gains, rows_entries, standalone_values
 from .problem import Problem
 from .result import Result, check_budget, make_result
 
@@ -29,7 +29,7 @@ def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None) -> 
     used[problem.groups[chosen]] = True
     remaining = budget - float(problem.costs[chosen].sum())
     sums = coverage_sums(problem, chosen).copy()
-    ok = (problem.costs <= remaining + 1e-9 * max(1.0, abs(budget))) & ~used[problem.groups]
+    ok = (problem.costs <= remaining + budget_slack(budget)) & ~used[problem.groups]
     if allowed is not None:
         ok &= allowed
     cand = np.flatnonzero(ok)
@@ -43,7 +43,7 @@ def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None) -> 
     while heap:
         neg_ratio, u = heapq.heappop(heap)
         g = problem.groups[u]
-        if used[g] or problem.costs[u] > remaining + 1e-9 * max(1.0, abs(budget)):
+        if used[g] or problem.costs[u] > remaining + budget_slack(budget):
             continue
         gain = float(marginal_gains(problem, sums, [u])[0])
         if gain <= tol:
@@ -77,7 +77,7 @@ def greedy(problem: Problem, budget: float, /) -> Result:
     started = time.perf_counter()
     budget = check_budget(budget)
     store = greedy_store(problem, budget)
-    single = np.flatnonzero(problem.costs <= budget + 1e-9 * max(1.0, abs(budget)))
+    single = np.flatnonzero(problem.costs <= budget + budget_slack(budget))
     best, best_value = store, evaluate(problem, store)
     if single.size:
         values = standalone_values(problem)[single]

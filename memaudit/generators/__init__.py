@@ -38,7 +38,7 @@ def with_budget(pkg, *, budget=None, budget_frac=None):
     >>> from memaudit.generators.paper import paper_update_chain
     >>> pkg = with_budget(paper_update_chain(), budget_frac=0.5)
     >>> pkg.budget, pkg.meta["budget_frac"]
-    (10.5, 0.5)
+    (9.5, 0.5)
     """
     from ..package import package_from_dict, package_to_dict, resolve_budget
 

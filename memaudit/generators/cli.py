@@ -1,6 +1,7 @@
 """Command-line commands of this subpackage; ``memaudit.cli`` adds every entry of ``COMMANDS``.
 
-``memaudit generate small|validity|natural``, ``memaudit ablate`` and ``memaudit report findings``.
+``memaudit generate small|validity|natural|paper-small|paper-update-chain|paper-temporal-interval``,
+``memaudit ablate``, ``memaudit report findings`` and ``memaudit report paper``.
 """
 
 from __future__ import annotations
@@ -202,7 +203,7 @@ def ablate_command(package, drop_kinds, output, package_id):
 
 @click.group()
 def report():
-    """Reports over the shipped package sets."""
+    """Reports: the paper's findings on the shipped sets, and the paper's own protocol."""
 
 
 COMMANDS.extend([generate, ablate_command, report])

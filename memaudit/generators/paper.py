@@ -92,7 +92,7 @@ def paper_small(seed: int = 0, *, package_id: str | None = None) -> Package:
     --------
     >>> pkg = paper_small(0)
     >>> len(pkg.experiences), len(pkg.candidates), len(pkg.units), total_candidate_cost(pkg)
-    (7, 25, 11, 81.0)
+    (7, 25, 11, 83.0)
     """
     seed = _check_seed(seed)
     rng = random.Random(seed)

@@ -42,7 +42,7 @@ def relax_partition(pkg, k: int):
     >>> from memaudit.generators.paper import paper_update_chain
     >>> pkg = relax_partition(paper_update_chain(), 2)
     >>> len(pkg.candidates), [c.id for c in pkg.candidates][:4]
-    (36, ['v0.raw', 'v0.fact', 'v0.summary', 'v0.raw+v0.fact'])
+    (51, ['v0.raw', 'v0.fact', 'v0.summary', 'v0.raw+v0.fact'])
     """
     from ..package import candidate_costs, package_from_dict, package_to_dict
 
