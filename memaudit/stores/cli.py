@@ -88,6 +88,9 @@ def union_command(package, export, output, product, adjudication, max_bytes, no_
     click.echo(f"{exp.shape}: {len(exp.items)} memories ({covering} cover a unit)")
     for w in exp.warnings:
         click.echo(f"warning: {w}", err=True)
+    if not exp.scores_store:
+        click.echo(f"warning: {export} is a partial view of the store: a score of this union describes only the "
+                   f"{len(exp.items)} memories it shows, not the store", err=True)
     click.echo(f"union package {union.package.id} written to {output}: {len(union.package.candidates)} candidates "
                f"({len(exp.items)} external), {len(union.package.experiences)} experiences")
 

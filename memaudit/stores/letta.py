@@ -99,8 +99,6 @@ def _decode(text: str):
     return v if isinstance(v, dict) else None
 
 
-#: system events Letta writes as user-role JSON text (``{"type": ..., ...}``): not things the user said
-_EVENT_TYPES = ("heartbeat", "login", "system_alert")
 #: tools whose return is a delivery receipt, not memory (what was sent is the tool call's own argument)
 _RECEIPT_TOOLS = ("send_message",)
 
