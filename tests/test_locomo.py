@@ -497,6 +497,10 @@ def test_recall_at_equal_injection_budgets(tmp_path):
     sc = build_scenario(read(demo_conversation(), "demo.json"))
     pols = policies_at_budget(sc, 60, count_len4)
     assert [p.name for p in pols] == ["replay-capped", "last-exchanges", "bm25-transcript", "bm25-notes"]
+    from memaudit.harness.policies import parse_policy
+    from memaudit.locomo.policies import evidence_recall_table
+    (full,) = evidence_recall_table(sc, [parse_policy("full-transcript")], tokens="len/4")
+    assert full["by_category"] == {"1": 1.0, "2": 1.0, "3": 1.0, "4": 1.0}  # the demo's answerable categories
     assert pols[0].settings["cap_tokens"] == 60 and pols[1].settings["n"] == pols[2].settings["k"] >= 1
     with pytest.raises(Exception, match="whole number of tokens >= 1"):
         policies_at_budget(sc, 0, count_len4)
