@@ -515,3 +515,40 @@ def test_recall_at_equal_injection_budgets(tmp_path):
     r = runner.invoke(main, ["locomo", "recall", str(tmp_path / "locomo-demo.scenario.json"), "--budget-tokens", "60",
                              "--policy", "fresh"])
     assert r.exit_code == 1 and "either --policy or --budget-tokens" in r.output
+
+
+def test_adjudicate_command_round_trips_a_rule_and_reads_a_judge(tmp_path):
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from memaudit.locomo.demo import demo_conversation
+
+    src = tmp_path / "demo.json"
+    src.write_text(json.dumps(demo_conversation()), encoding="utf-8")
+    runner = CliRunner()
+    assert runner.invoke(main, ["import", "locomo", str(src), "--no-certify", "-o", str(tmp_path / "a")]).exit_code == 0
+    # the answer rule's own coverage, written as an adjudication file, gives the answer package back
+    r = runner.invoke(main, ["locomo", "adjudicate", str(tmp_path / "a" / "locomo-demo-answer.json"),
+                             "-o", str(tmp_path / "adj.csv")])
+    assert r.exit_code == 0, r.output
+    res = import_locomo([src], None, rules=(), adjudication=tmp_path / "adj.csv", certify=False)
+    adj, = res.packages["demo"].values()
+    answer = json.loads((tmp_path / "a" / "locomo-demo-answer.json").read_text())
+    assert {c.id: c.coverage for c in adj.candidates} == {c["id"]: c["coverage"] for c in answer["candidates"]}
+    # a scripted judge (a different command from any reader)
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps([{"contains": "minuet", "units": {"q007@D3:2": 1}}]), encoding="utf-8")
+    judge = f"{shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).parent / 'stores_fake_judge.py'))} " \
+            f"{shlex.quote(str(rules))}"
+    r = runner.invoke(main, ["locomo", "adjudicate", str(tmp_path / "a" / "locomo-demo-link.json"), "-o",
+                             str(tmp_path / "judge.json"), "--judge-cmd", judge, "--cache-dir", str(tmp_path / "c")])
+    assert r.exit_code == 0, r.output
+    rows = json.loads((tmp_path / "judge.json").read_text())
+    assert [x for x in rows if x["unit"]] == [{"memory": "demo/D3:4.fact", "unit": "q007@D3:2", "coverage": 1.0},
+                                              {"memory": "demo/S3.summary", "unit": "q007@D3:2", "coverage": 1.0}]
+    res = import_locomo([src], None, rules=(), adjudication=tmp_path / "judge.json", certify=False)
+    cov = {c.id: c.coverage for c in res.packages["demo"]["adjudication"].candidates if c.kind != "raw"}
+    assert cov["D3:4.fact"] == cov["S3.summary"] == {"q007@D3:2": 1.0} and sum(map(len, cov.values())) == 2
+    r = runner.invoke(main, ["locomo", "adjudicate", str(src), "-o", str(tmp_path / "x.csv")])
+    assert r.exit_code == 1 and r.output.startswith("error: ")

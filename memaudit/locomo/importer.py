@@ -18,8 +18,8 @@ from .build import Adjudication, Settings, build_package
 from .reader import REPAIRS, Conversation, LocomoError, read_locomo
 from .scenario import scenario_dict
 
-__all__ = ["MANIFEST_FORMAT", "CERTIFY_FRACS", "ImportResult", "read_adjudication_file", "import_locomo",
-           "certify_package", "json_bytes"]
+__all__ = ["MANIFEST_FORMAT", "CERTIFY_FRACS", "ImportResult", "read_adjudication_file", "adjudication_rows",
+           "import_locomo", "certify_package", "json_bytes"]
 
 #: the manifest this importer writes
 MANIFEST_FORMAT = "memaudit-locomo-manifest/1"
@@ -247,3 +247,38 @@ def _write(result: ImportResult, out: str, inputs: list[str]) -> list[str]:
         atomic_write(path, data, error=LocomoError)
         written.append(path)
     return written
+
+
+def adjudication_rows(packages, *, judge_cmd: str | None = None, cache_dir=".memaudit-judge-cache",
+                      timeout: float = 300.0, progress=None) -> list:
+    """Rows of an adjudication file for the fact and summary candidates of imported LoCoMo packages.
+
+    Without ``judge_cmd`` the rows are each package's own coverage (e.g. the ``answer`` rule's: a
+    starting point to review by hand); with it, every candidate is put to the judge command (the
+    vendor audit's prompt and cache, :func:`memaudit.stores.adjudication.judge_rows`).  A candidate
+    that covers nothing gets one row with an empty unit, so the file decides it too.  ``memory``
+    is ``<conversation id>/<candidate id>``.
+    """
+    from ..stores.adjudication import judge_rows
+    from ..stores.export import StoreError
+    from ..stores.matcher import CoverageRow
+
+    rows = []
+    for pkg in packages:
+        conv = pkg.meta.get("conversation") if pkg.meta.get("importer") == "memaudit.locomo" else None
+        if not isinstance(conv, str):
+            raise LocomoError(f"package {pkg.id!r} was not written by memaudit import locomo (its meta has no "
+                              "importer 'memaudit.locomo' and conversation)")
+        model_written = [c for c in pkg.candidates if c.kind != "raw"]
+        if judge_cmd is None:
+            for c in model_written:
+                cov = [(u, a) for u, a in c.coverage.items() if a > 0]
+                rows += [CoverageRow(f"{conv}/{c.id}", u, a, pkg.meta["coverage_rule"]) for u, a in cov] or \
+                    [CoverageRow(f"{conv}/{c.id}", None, 0.0, pkg.meta["coverage_rule"])]
+            continue
+        export = SimpleNamespace(items=[SimpleNamespace(id=f"{conv}/{c.id}", text=c.text) for c in model_written])
+        try:
+            rows += judge_rows(pkg, export, judge_cmd, cache_dir=cache_dir, timeout=timeout, progress=progress)
+        except StoreError as exc:
+            raise LocomoError(str(exc)) from None
+    return rows
