@@ -552,3 +552,11 @@ def test_adjudicate_command_round_trips_a_rule_and_reads_a_judge(tmp_path):
     assert cov["D3:4.fact"] == cov["S3.summary"] == {"q007@D3:2": 1.0} and sum(map(len, cov.values())) == 2
     r = runner.invoke(main, ["locomo", "adjudicate", str(src), "-o", str(tmp_path / "x.csv")])
     assert r.exit_code == 1 and r.output.startswith("error: ")
+
+
+def test_observations_with_an_empty_text_are_dropped():
+    d = release()
+    d["session_1_observation"]["Ann"].append(["  ", "D1:1"])
+    for conv in both_shapes(d):
+        assert len(conv.sessions[0].observations) == 2
+        assert conv.repairs["observation_empty_dropped"] == ["S1.o2"]

@@ -112,7 +112,8 @@ def certify_package(pkg: Package, fracs=CERTIFY_FRACS, *, backend: str = "milp-h
     for f in fracs:
         r = certify_at(pkg, f, backend=backend)
         out.append({"budget_frac": f, "budget": r["budget"], "opt": r["opt"], "opt_share": r["opt"] / total,
-                    "certified": r["certified"], "kinds_stored": dict(sorted(Counter(kinds[c] for c in r["store"]).items())),
+                    "certified": r["certified"],
+                    "kinds_stored": dict(sorted(Counter(kinds[c] for c in r["store"]).items())),
                     "store": r["store"],
                     "methods": {m: {"status": v["status"], "value": v["value"]} for m, v in r["methods"].items()},
                     "seconds": {m: v["wall_time"] for m, v in r["methods"].items()}})

@@ -159,7 +159,8 @@ def evidence_recall_table(scenario: Scenario, policies: list[Policy], *, tokens:
         for r in t["rows"]:
             if r["evidence_recall"] is not None:
                 per.setdefault(str(r["category"]), []).append(r["evidence_recall"])
-        rows.append({"policy": t["disturb"]["name"], "settings": t["disturb"]["settings"], "n_evidence": s["n_evidence"],
+        rows.append({"policy": t["disturb"]["name"], "settings": t["disturb"]["settings"],
+                     "n_evidence": s["n_evidence"],
                      "evidence_recall": s["evidence_recall"], "evidence_hit": s["evidence_hit"],
                      "mean_tokens_injected": s["mean_tokens_injected"], "stored_tokens": t["stored_tokens"],
                      "by_category": {c: sum(v) / len(v) for c, v in sorted(per.items())}})
