@@ -427,7 +427,9 @@ def test_import_command_writes_everything_and_rebuilds_byte_for_byte(tmp_path):
     man = json.loads((outs[0] / "manifest.json").read_text())
     entry = man["conversations"][0]
     assert man["budget_fracs"] == [0.05, 0.1, 0.25] and set(entry["packages"]) == {"link", "answer"}
+    import hashlib
     for rule, p in entry["packages"].items():
+        assert p["sha256"] == hashlib.sha256((outs[0] / p["file"]).read_bytes()).hexdigest()
         for r in p["results"]:
             assert r["certified"] and sum(r["kinds_stored"].values()) == len(r["store"])
         opts = [r["opt"] for r in p["results"]]
@@ -560,3 +562,16 @@ def test_observations_with_an_empty_text_are_dropped():
     for conv in both_shapes(d):
         assert len(conv.sessions[0].observations) == 2
         assert conv.repairs["observation_empty_dropped"] == ["S1.o2"]
+
+
+def test_without_certification_the_manifest_lists_the_files_without_results(tmp_path):
+    src = tmp_path / "7.json"
+    src.write_text(json.dumps(release()), encoding="utf-8")
+    import_locomo([src], tmp_path / "o")  # an earlier, certified run
+    res = import_locomo([src], tmp_path / "o", rules=("link",), certify=False)
+    man = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert man == res.manifest and man["certified"] is False and man["budget_fracs"] == []
+    entry = man["conversations"][0]["packages"]
+    assert list(entry) == ["link"] and entry["link"]["results"] == []
+    import hashlib
+    assert entry["link"]["sha256"] == hashlib.sha256((tmp_path / "o" / entry["link"]["file"]).read_bytes()).hexdigest()

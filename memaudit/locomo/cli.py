@@ -66,7 +66,7 @@ def locomo_import(files, out, certify, rules, adjudication, cost_model, session_
                         backend={"highs": "milp-highs", "cbc": "milp-cbc"}[backend], say=click.echo)
     n_pkg = sum(len(p) for p in res.packages.values())
     click.echo(f"wrote {n_pkg} packages and {len(res.scenarios)} scenarios for {len(res.conversations)} "
-               f"conversations to {out}" + (" with manifest.json" if res.manifest else ""))
+               f"conversations to {out}, with manifest.json" + ("" if certify else " (not certified)"))
 
 
 @click.group("locomo", context_settings={"help_option_names": ["-h", "--help"]})

@@ -36,7 +36,8 @@ def json_bytes(data) -> bytes:
 @dataclass
 class ImportResult:
     """What one import built: conversations, ``packages[conversation id][rule]``, scenario dicts,
-    the log lines, the manifest (None without certification) and the files written (with ``out``)."""
+    the log lines, the manifest (without certification: the files and their sha256, no results) and
+    the files written (with ``out``)."""
 
     conversations: list[Conversation]
     packages: dict[str, dict[str, Package]]
@@ -142,7 +143,9 @@ def import_locomo(paths, out=None, *, settings: Settings = Settings(), rules=("l
 
     Everything is built (and certified) in memory first; only then, when ``out`` is given, are the
     files written there, each atomically: ``locomo-<conv>-<rule>.json`` (packages),
-    ``locomo-<conv>.scenario.json``, ``import-log.txt`` and ``manifest.json``.  Inputs are only read.
+    ``locomo-<conv>.scenario.json``, ``import-log.txt`` and ``manifest.json`` (with
+    ``certify=False`` it lists the files with ``"certified": false`` and no results, so a manifest
+    of an earlier run is never left beside packages it does not describe).  Inputs are only read.
 
     Raises
     ------
@@ -188,35 +191,37 @@ def import_locomo(paths, out=None, *, settings: Settings = Settings(), rules=("l
         packages[conv.id] = {r: build_package(conv, settings, r, adjudications.get(conv.id)) for r in rules}
         scenarios[conv.id] = scenario_dict(conv)
     result = ImportResult(conversations, packages, scenarios, log)
-    if certify:
-        entries = []
-        for conv in conversations:
-            pk = packages[conv.id]
+    entries = []
+    for conv in conversations:
+        pk = packages[conv.id]
+        if certify:
             say(f"certifying {conv.id} under {', '.join(pk)} at {', '.join(f'{f:g}' for f in CERTIFY_FRACS)} "
                 "of the stream cost...")
-            started = time.perf_counter()
-            entry = {"conversation": conv.id, "scenario": f"locomo-{conv.id}.scenario.json",
-                     "answerable_with_evidence": sum(1 for q in conv.qa if q.answerable), "packages": {}}
-            for rule, pkg in pk.items():
-                results = certify_package(pkg, backend=backend)
-                for r in results:
-                    r.pop("seconds")  # times vary run to run: the manifest stays byte-identical
-                entry["packages"][rule] = {"file": f"{pkg.id}.json", "id": pkg.id,
-                                           "sha256": hashlib.sha256(json_bytes(package_to_dict(pkg))).hexdigest(),
-                                           "stream_cost": stream_cost(pkg), "budget": pkg.budget, "results": results}
+        started = time.perf_counter()
+        entry = {"conversation": conv.id, "scenario": f"locomo-{conv.id}.scenario.json",
+                 "answerable_with_evidence": sum(1 for q in conv.qa if q.answerable), "packages": {}}
+        for rule, pkg in pk.items():
+            results = certify_package(pkg, backend=backend) if certify else []
+            for r in results:
+                r.pop("seconds")  # times vary run to run: the manifest stays byte-identical
+            entry["packages"][rule] = {"file": f"{pkg.id}.json", "id": pkg.id,
+                                       "sha256": hashlib.sha256(json_bytes(package_to_dict(pkg))).hexdigest(),
+                                       "stream_cost": stream_cost(pkg), "budget": pkg.budget, "results": results}
+        if certify:
             say(f"  {conv.id}: certified in {time.perf_counter() - started:.2f} s; OPT share of evidence "
                 + "; ".join(f"{rule} " + "/".join(f"{r['opt_share']:.3f}" for r in e["results"])
                             for rule, e in entry["packages"].items()))
-            entries.append(entry)
-        from ..certificate import solver_versions
+        entries.append(entry)
+    from ..certificate import solver_versions
 
-        result.manifest = {"format": MANIFEST_FORMAT, "memaudit_version": __version__,
-                           "importer_version": IMPORTER_VERSION, "method": "bnb", "backend": backend,
-                           "backend_versions": solver_versions(), "budget_fracs": list(CERTIFY_FRACS),
-                           "settings": settings.to_dict(), "rules": list(rules),
-                           "sources": sorted({json.dumps(c.source, sort_keys=True) for c in conversations}),
-                           "conversations": entries}
-        result.manifest["sources"] = [json.loads(s) for s in result.manifest["sources"]]
+    sources = sorted({json.dumps(c.source, sort_keys=True) for c in conversations})
+    result.manifest = {"format": MANIFEST_FORMAT, "memaudit_version": __version__,
+                       "importer_version": IMPORTER_VERSION, "certified": certify, "method": "bnb",
+                       "backend": backend if certify else None,
+                       "backend_versions": solver_versions() if certify else {},
+                       "budget_fracs": list(CERTIFY_FRACS) if certify else [],
+                       "settings": settings.to_dict(), "rules": list(rules),
+                       "sources": [json.loads(x) for x in sources], "conversations": entries}
     if out is not None:
         result.files = _write(result, os.fspath(out), paths)
     return result
@@ -235,8 +240,7 @@ def _write(result: ImportResult, out: str, inputs: list[str]) -> list[str]:
             files[f"{pkg.id}.json"] = json_bytes(package_to_dict(pkg))
         files[f"locomo-{cid}.scenario.json"] = json_bytes(result.scenarios[cid])
     files["import-log.txt"] = ("\n".join(result.log) + "\n").encode("utf-8")
-    if result.manifest is not None:
-        files["manifest.json"] = json_bytes(result.manifest)
+    files["manifest.json"] = json_bytes(result.manifest)
     real_inputs = {os.path.realpath(p) for p in inputs}
     written = []
     for name, data in files.items():
