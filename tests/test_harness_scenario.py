@@ -287,7 +287,8 @@ def _v2(mutate):
 
 
 V2_BAD = [
-    (lambda d: d.update(format="memaudit-scenario/1"), "the scenario: field 'notes' needs format 'memaudit-scenario/2'"),
+    (lambda d: d.update(format="memaudit-scenario/1"),
+     "the scenario: field 'notes' needs format 'memaudit-scenario/2'"),
     (lambda d: (d.update(format="memaudit-scenario/1"), d.pop("notes")),
      "sessions[0]: field 'date' needs format 'memaudit-scenario/2'"),
     (lambda d: d["sessions"][0].update(date="8 May 2023"), "sessions[0]: date must be an ISO 8601 date"),

@@ -427,7 +427,9 @@ def test_import_command_writes_everything_and_rebuilds_byte_for_byte(tmp_path):
     man = json.loads((outs[0] / "manifest.json").read_text())
     entry = man["conversations"][0]
     assert man["budget_fracs"] == [0.05, 0.1, 0.25] and set(entry["packages"]) == {"link", "answer"}
+    import hashlib
     for rule, p in entry["packages"].items():
+        assert p["sha256"] == hashlib.sha256((outs[0] / p["file"]).read_bytes()).hexdigest()
         for r in p["results"]:
             assert r["certified"] and sum(r["kinds_stored"].values()) == len(r["store"])
         opts = [r["opt"] for r in p["results"]]
@@ -497,6 +499,10 @@ def test_recall_at_equal_injection_budgets(tmp_path):
     sc = build_scenario(read(demo_conversation(), "demo.json"))
     pols = policies_at_budget(sc, 60, count_len4)
     assert [p.name for p in pols] == ["replay-capped", "last-exchanges", "bm25-transcript", "bm25-notes"]
+    from memaudit.harness.policies import parse_policy
+    from memaudit.locomo.policies import evidence_recall_table
+    (full,) = evidence_recall_table(sc, [parse_policy("full-transcript")], tokens="len/4")
+    assert full["by_category"] == {"1": 1.0, "2": 1.0, "3": 1.0, "4": 1.0}  # the demo's answerable categories
     assert pols[0].settings["cap_tokens"] == 60 and pols[1].settings["n"] == pols[2].settings["k"] >= 1
     with pytest.raises(Exception, match="whole number of tokens >= 1"):
         policies_at_budget(sc, 0, count_len4)
@@ -511,3 +517,61 @@ def test_recall_at_equal_injection_budgets(tmp_path):
     r = runner.invoke(main, ["locomo", "recall", str(tmp_path / "locomo-demo.scenario.json"), "--budget-tokens", "60",
                              "--policy", "fresh"])
     assert r.exit_code == 1 and "either --policy or --budget-tokens" in r.output
+
+
+def test_adjudicate_command_round_trips_a_rule_and_reads_a_judge(tmp_path):
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from memaudit.locomo.demo import demo_conversation
+
+    src = tmp_path / "demo.json"
+    src.write_text(json.dumps(demo_conversation()), encoding="utf-8")
+    runner = CliRunner()
+    assert runner.invoke(main, ["import", "locomo", str(src), "--no-certify", "-o", str(tmp_path / "a")]).exit_code == 0
+    # the answer rule's own coverage, written as an adjudication file, gives the answer package back
+    r = runner.invoke(main, ["locomo", "adjudicate", str(tmp_path / "a" / "locomo-demo-answer.json"),
+                             "-o", str(tmp_path / "adj.csv")])
+    assert r.exit_code == 0, r.output
+    res = import_locomo([src], None, rules=(), adjudication=tmp_path / "adj.csv", certify=False)
+    adj, = res.packages["demo"].values()
+    answer = json.loads((tmp_path / "a" / "locomo-demo-answer.json").read_text())
+    assert {c.id: c.coverage for c in adj.candidates} == {c["id"]: c["coverage"] for c in answer["candidates"]}
+    # a scripted judge (a different command from any reader)
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps([{"contains": "minuet", "units": {"q007@D3:2": 1}}]), encoding="utf-8")
+    judge = f"{shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).parent / 'stores_fake_judge.py'))} " \
+            f"{shlex.quote(str(rules))}"
+    r = runner.invoke(main, ["locomo", "adjudicate", str(tmp_path / "a" / "locomo-demo-link.json"), "-o",
+                             str(tmp_path / "judge.json"), "--judge-cmd", judge, "--cache-dir", str(tmp_path / "c")])
+    assert r.exit_code == 0, r.output
+    rows = json.loads((tmp_path / "judge.json").read_text())
+    assert [x for x in rows if x["unit"]] == [{"memory": "demo/D3:4.fact", "unit": "q007@D3:2", "coverage": 1.0},
+                                              {"memory": "demo/S3.summary", "unit": "q007@D3:2", "coverage": 1.0}]
+    res = import_locomo([src], None, rules=(), adjudication=tmp_path / "judge.json", certify=False)
+    cov = {c.id: c.coverage for c in res.packages["demo"]["adjudication"].candidates if c.kind != "raw"}
+    assert cov["D3:4.fact"] == cov["S3.summary"] == {"q007@D3:2": 1.0} and sum(map(len, cov.values())) == 2
+    r = runner.invoke(main, ["locomo", "adjudicate", str(src), "-o", str(tmp_path / "x.csv")])
+    assert r.exit_code == 1 and r.output.startswith("error: ")
+
+
+def test_observations_with_an_empty_text_are_dropped():
+    d = release()
+    d["session_1_observation"]["Ann"].append(["  ", "D1:1"])
+    for conv in both_shapes(d):
+        assert len(conv.sessions[0].observations) == 2
+        assert conv.repairs["observation_empty_dropped"] == ["S1.o2"]
+
+
+def test_without_certification_the_manifest_lists_the_files_without_results(tmp_path):
+    src = tmp_path / "7.json"
+    src.write_text(json.dumps(release()), encoding="utf-8")
+    import_locomo([src], tmp_path / "o")  # an earlier, certified run
+    res = import_locomo([src], tmp_path / "o", rules=("link",), certify=False)
+    man = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert man == res.manifest and man["certified"] is False and man["budget_fracs"] == []
+    entry = man["conversations"][0]["packages"]
+    assert list(entry) == ["link"] and entry["link"]["results"] == []
+    import hashlib
+    assert entry["link"]["sha256"] == hashlib.sha256((tmp_path / "o" / entry["link"]["file"]).read_bytes()).hexdigest()

@@ -44,7 +44,7 @@ GOLDEN = {"conv-26": (19, 419, (32, 37, 13, 70, 47), 184, 19),
 #: the whole dataset (the data README): ten conversations
 TOTALS = (272, 5882, (282, 321, 96, 841, 446), 2541, 272)
 
-_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*0*(\d+)")
+_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.IGNORECASE)
 
 
 def _raw_conversations():
@@ -71,9 +71,9 @@ def _expected(conv, extra, qa):
     obs_rows = [row for n in numbers for rows in extra.get(f"session_{n}_observation", {}).values() for row in rows]
     valid_obs = []
     for text, links in obs_rows:
-        ids = [f"D{a}:{b}" for a, b in _ID.findall(json.dumps(links))]
+        ids = [f"D{int(a)}:{int(b)}" for a, b in _ID.findall(json.dumps(links))]
         ids = [i for i in ids if i in order]
-        if ids:
+        if ids and str(text).strip():
             valid_obs.append(max(ids, key=order.__getitem__))
     unique_qa, seen = [], set()
     for q in qa:
@@ -83,7 +83,8 @@ def _expected(conv, extra, qa):
             unique_qa.append(q)
     evidence = {}
     for i, q in enumerate(unique_qa):
-        ids = list(dict.fromkeys(f"D{a}:{b}" for a, b in _ID.findall(" ".join(map(str, q.get("evidence", []))))))
+        found = _ID.findall(" ".join(map(str, q.get("evidence", []))))
+        ids = list(dict.fromkeys(f"D{int(a)}:{int(b)}" for a, b in found))
         ids = [x for x in ids if x in order]
         if q["category"] != 5 and ids:
             evidence[i] = ids

@@ -27,7 +27,8 @@ from .readers import Judge, Reader
 from .scenario import Fact, Probe, Scenario
 
 __all__ = ["RUN_FORMAT", "OUTCOMES", "PROBE_FORMS", "Plant", "ProbeSet", "Score", "Trial", "run", "classify",
-           "probe_kind", "evidence_recall", "summarize_rows", "write_run", "load_run", "diff_runs", "rows_csv", "summary_csv"]
+           "probe_kind", "evidence_recall", "summarize_rows", "write_run", "load_run", "diff_runs", "rows_csv",
+           "summary_csv"]
 
 #: the ``format`` value of a run document
 RUN_FORMAT = "memaudit-harness-run/1"

@@ -101,8 +101,8 @@ def _units(conv: Conversation) -> tuple[list[dict], list[dict], dict[str, list[t
             w = 1.0 / len(q.evidence)
             for t in q.evidence:
                 uid = _unit_id(q.id, t)
-                units.append({"id": uid, "kind": f"category-{q.category}", "weight": w, "text": q.question,
-                              "aliases": [q.answer] if q.answer else []})
+                units.append({"id": uid, "kind": f"category-{q.category}", "weight": w,
+                              "text": f"{q.question} Answer: {q.answer}", "aliases": [q.answer] if q.answer else []})
                 by_turn.setdefault(t, []).append((uid, q.id))
                 ids.append(uid)
         query = {"id": q.id, "text": q.question, "requires": ids}

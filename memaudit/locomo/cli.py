@@ -1,7 +1,8 @@
 """Command-line commands of this subpackage; ``memaudit.cli`` adds every entry of ``COMMANDS``.
 
-``memaudit import locomo FILE...`` (packages, scenarios, manifest) and ``memaudit locomo recall
-SCENARIO`` (evidence recall of harness policies on an imported scenario).
+``memaudit import locomo FILE...`` (packages, scenarios, manifest), ``memaudit locomo recall
+SCENARIO`` (evidence recall of harness policies on an imported scenario) and ``memaudit locomo
+adjudicate PACKAGE...`` (an adjudication file for the observations and summaries, from a judge).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def locomo_import(files, out, certify, rules, adjudication, cost_model, session_
                         backend={"highs": "milp-highs", "cbc": "milp-cbc"}[backend], say=click.echo)
     n_pkg = sum(len(p) for p in res.packages.values())
     click.echo(f"wrote {n_pkg} packages and {len(res.scenarios)} scenarios for {len(res.conversations)} "
-               f"conversations to {out}" + (" with manifest.json" if res.manifest else ""))
+               f"conversations to {out}, with manifest.json" + ("" if certify else " (not certified)"))
 
 
 @click.group("locomo", context_settings={"help_option_names": ["-h", "--help"]})
@@ -108,6 +109,38 @@ def recall_command(scenario, policies, budgets, token_counter):
     head, align = (("budget",) + head, (">", "<") + (">",) * 4) if budgets else (head, ("<",) + (">",) * 4)
     for line in table_lines(head, table, align):
         click.echo(line)
+
+
+@locomo_group.command("adjudicate")
+@click.argument("packages", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", type=click.Path(), required=True, metavar="FILE",
+              help="The adjudication file to write (.csv, or JSON for any other name).")
+@click.option("--judge-cmd", default=None, metavar="CMD",
+              help="A command that reads one prompt on stdin and answers {unit id: coverage} (e.g. 'llm -m MODEL'); "
+                   "it must not be the reader. Default: each package's own coverage (a starting point to review).")
+@click.option("--cache-dir", type=click.Path(), default=".memaudit-judge-cache", show_default=True,
+              help="Where the judge's answers are cached (keyed by command and prompt).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
+              metavar="SECONDS", help="Time allowed per judge call.")
+def adjudicate_command(packages, output, judge_cmd, cache_dir, timeout):
+    """Write an adjudication file for the observations and summaries of imported LoCoMo PACKAGES,
+    to be read back with ``memaudit import locomo FILE --adjudication OUTPUT``."""
+    from ..clitools import progress_printer, same_file
+    from ..package import load_package
+    from ..stores.adjudication import write_adjudication
+    from .importer import adjudication_rows
+    from .reader import LocomoError
+
+    for p in packages:
+        if same_file(output, p):
+            raise LocomoError(f"{output}: refusing to write the adjudication file over a package; choose another -o")
+    rows = adjudication_rows([load_package(p) for p in packages], judge_cmd=judge_cmd, cache_dir=cache_dir,
+                             timeout=timeout, progress=progress_printer(False))
+    write_adjudication(output, rows)
+    n_memories = len({r.memory for r in rows})
+    n_cover = len({r.memory for r in rows if r.unit is not None})
+    click.echo(f"{len(rows)} rows for {n_memories} candidates ({n_cover} cover a unit) from "
+               f"{'judge ' + repr(judge_cmd) if judge_cmd else 'the packages own coverage'} written to {output}")
 
 
 #: click commands / groups added to the top-level ``memaudit`` group

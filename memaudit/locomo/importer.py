@@ -18,8 +18,8 @@ from .build import Adjudication, Settings, build_package
 from .reader import REPAIRS, Conversation, LocomoError, read_locomo
 from .scenario import scenario_dict
 
-__all__ = ["MANIFEST_FORMAT", "CERTIFY_FRACS", "ImportResult", "read_adjudication_file", "import_locomo",
-           "certify_package", "json_bytes"]
+__all__ = ["MANIFEST_FORMAT", "CERTIFY_FRACS", "ImportResult", "read_adjudication_file", "adjudication_rows",
+           "import_locomo", "certify_package", "json_bytes"]
 
 #: the manifest this importer writes
 MANIFEST_FORMAT = "memaudit-locomo-manifest/1"
@@ -36,7 +36,8 @@ def json_bytes(data) -> bytes:
 @dataclass
 class ImportResult:
     """What one import built: conversations, ``packages[conversation id][rule]``, scenario dicts,
-    the log lines, the manifest (None without certification) and the files written (with ``out``)."""
+    the log lines, the manifest (without certification: the files and their sha256, no results) and
+    the files written (with ``out``)."""
 
     conversations: list[Conversation]
     packages: dict[str, dict[str, Package]]
@@ -112,7 +113,8 @@ def certify_package(pkg: Package, fracs=CERTIFY_FRACS, *, backend: str = "milp-h
     for f in fracs:
         r = certify_at(pkg, f, backend=backend)
         out.append({"budget_frac": f, "budget": r["budget"], "opt": r["opt"], "opt_share": r["opt"] / total,
-                    "certified": r["certified"], "kinds_stored": dict(sorted(Counter(kinds[c] for c in r["store"]).items())),
+                    "certified": r["certified"],
+                    "kinds_stored": dict(sorted(Counter(kinds[c] for c in r["store"]).items())),
                     "store": r["store"],
                     "methods": {m: {"status": v["status"], "value": v["value"]} for m, v in r["methods"].items()},
                     "seconds": {m: v["wall_time"] for m, v in r["methods"].items()}})
@@ -141,7 +143,9 @@ def import_locomo(paths, out=None, *, settings: Settings = Settings(), rules=("l
 
     Everything is built (and certified) in memory first; only then, when ``out`` is given, are the
     files written there, each atomically: ``locomo-<conv>-<rule>.json`` (packages),
-    ``locomo-<conv>.scenario.json``, ``import-log.txt`` and ``manifest.json``.  Inputs are only read.
+    ``locomo-<conv>.scenario.json``, ``import-log.txt`` and ``manifest.json`` (with
+    ``certify=False`` it lists the files with ``"certified": false`` and no results, so a manifest
+    of an earlier run is never left beside packages it does not describe).  Inputs are only read.
 
     Raises
     ------
@@ -187,35 +191,37 @@ def import_locomo(paths, out=None, *, settings: Settings = Settings(), rules=("l
         packages[conv.id] = {r: build_package(conv, settings, r, adjudications.get(conv.id)) for r in rules}
         scenarios[conv.id] = scenario_dict(conv)
     result = ImportResult(conversations, packages, scenarios, log)
-    if certify:
-        entries = []
-        for conv in conversations:
-            pk = packages[conv.id]
+    entries = []
+    for conv in conversations:
+        pk = packages[conv.id]
+        if certify:
             say(f"certifying {conv.id} under {', '.join(pk)} at {', '.join(f'{f:g}' for f in CERTIFY_FRACS)} "
                 "of the stream cost...")
-            started = time.perf_counter()
-            entry = {"conversation": conv.id, "scenario": f"locomo-{conv.id}.scenario.json",
-                     "answerable_with_evidence": sum(1 for q in conv.qa if q.answerable), "packages": {}}
-            for rule, pkg in pk.items():
-                results = certify_package(pkg, backend=backend)
-                for r in results:
-                    r.pop("seconds")  # times vary run to run: the manifest stays byte-identical
-                entry["packages"][rule] = {"file": f"{pkg.id}.json", "id": pkg.id,
-                                           "sha256": hashlib.sha256(json_bytes(package_to_dict(pkg))).hexdigest(),
-                                           "stream_cost": stream_cost(pkg), "budget": pkg.budget, "results": results}
+        started = time.perf_counter()
+        entry = {"conversation": conv.id, "scenario": f"locomo-{conv.id}.scenario.json",
+                 "answerable_with_evidence": sum(1 for q in conv.qa if q.answerable), "packages": {}}
+        for rule, pkg in pk.items():
+            results = certify_package(pkg, backend=backend) if certify else []
+            for r in results:
+                r.pop("seconds")  # times vary run to run: the manifest stays byte-identical
+            entry["packages"][rule] = {"file": f"{pkg.id}.json", "id": pkg.id,
+                                       "sha256": hashlib.sha256(json_bytes(package_to_dict(pkg))).hexdigest(),
+                                       "stream_cost": stream_cost(pkg), "budget": pkg.budget, "results": results}
+        if certify:
             say(f"  {conv.id}: certified in {time.perf_counter() - started:.2f} s; OPT share of evidence "
                 + "; ".join(f"{rule} " + "/".join(f"{r['opt_share']:.3f}" for r in e["results"])
                             for rule, e in entry["packages"].items()))
-            entries.append(entry)
-        from ..certificate import solver_versions
+        entries.append(entry)
+    from ..certificate import solver_versions
 
-        result.manifest = {"format": MANIFEST_FORMAT, "memaudit_version": __version__,
-                           "importer_version": IMPORTER_VERSION, "method": "bnb", "backend": backend,
-                           "backend_versions": solver_versions(), "budget_fracs": list(CERTIFY_FRACS),
-                           "settings": settings.to_dict(), "rules": list(rules),
-                           "sources": sorted({json.dumps(c.source, sort_keys=True) for c in conversations}),
-                           "conversations": entries}
-        result.manifest["sources"] = [json.loads(s) for s in result.manifest["sources"]]
+    sources = sorted({json.dumps(c.source, sort_keys=True) for c in conversations})
+    result.manifest = {"format": MANIFEST_FORMAT, "memaudit_version": __version__,
+                       "importer_version": IMPORTER_VERSION, "certified": certify, "method": "bnb",
+                       "backend": backend if certify else None,
+                       "backend_versions": solver_versions() if certify else {},
+                       "budget_fracs": list(CERTIFY_FRACS) if certify else [],
+                       "settings": settings.to_dict(), "rules": list(rules),
+                       "sources": [json.loads(x) for x in sources], "conversations": entries}
     if out is not None:
         result.files = _write(result, os.fspath(out), paths)
     return result
@@ -234,8 +240,7 @@ def _write(result: ImportResult, out: str, inputs: list[str]) -> list[str]:
             files[f"{pkg.id}.json"] = json_bytes(package_to_dict(pkg))
         files[f"locomo-{cid}.scenario.json"] = json_bytes(result.scenarios[cid])
     files["import-log.txt"] = ("\n".join(result.log) + "\n").encode("utf-8")
-    if result.manifest is not None:
-        files["manifest.json"] = json_bytes(result.manifest)
+    files["manifest.json"] = json_bytes(result.manifest)
     real_inputs = {os.path.realpath(p) for p in inputs}
     written = []
     for name, data in files.items():
@@ -247,3 +252,38 @@ def _write(result: ImportResult, out: str, inputs: list[str]) -> list[str]:
         atomic_write(path, data, error=LocomoError)
         written.append(path)
     return written
+
+
+def adjudication_rows(packages, *, judge_cmd: str | None = None, cache_dir=".memaudit-judge-cache",
+                      timeout: float = 300.0, progress=None) -> list:
+    """Rows of an adjudication file for the fact and summary candidates of imported LoCoMo packages.
+
+    Without ``judge_cmd`` the rows are each package's own coverage (e.g. the ``answer`` rule's: a
+    starting point to review by hand); with it, every candidate is put to the judge command (the
+    vendor audit's prompt and cache, :func:`memaudit.stores.adjudication.judge_rows`).  A candidate
+    that covers nothing gets one row with an empty unit, so the file decides it too.  ``memory``
+    is ``<conversation id>/<candidate id>``.
+    """
+    from ..stores.adjudication import judge_rows
+    from ..stores.export import StoreError
+    from ..stores.matcher import CoverageRow
+
+    rows = []
+    for pkg in packages:
+        conv = pkg.meta.get("conversation") if pkg.meta.get("importer") == "memaudit.locomo" else None
+        if not isinstance(conv, str):
+            raise LocomoError(f"package {pkg.id!r} was not written by memaudit import locomo (its meta has no "
+                              "importer 'memaudit.locomo' and conversation)")
+        model_written = [c for c in pkg.candidates if c.kind != "raw"]
+        if judge_cmd is None:
+            for c in model_written:
+                cov = [(u, a) for u, a in c.coverage.items() if a > 0]
+                rows += [CoverageRow(f"{conv}/{c.id}", u, a, pkg.meta["coverage_rule"]) for u, a in cov] or \
+                    [CoverageRow(f"{conv}/{c.id}", None, 0.0, pkg.meta["coverage_rule"])]
+            continue
+        export = SimpleNamespace(items=[SimpleNamespace(id=f"{conv}/{c.id}", text=c.text) for c in model_written])
+        try:
+            rows += judge_rows(pkg, export, judge_cmd, cache_dir=cache_dir, timeout=timeout, progress=progress)
+        except StoreError as exc:
+            raise LocomoError(str(exc)) from None
+    return rows

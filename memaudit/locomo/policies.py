@@ -144,8 +144,9 @@ def _unique_names(policies: list[Policy]) -> list[Policy]:
 def evidence_recall_table(scenario: Scenario, policies: list[Policy], *, tokens: str = "o200k_base") -> list[dict]:
     """One row per policy: ``policy``, ``settings``, ``n_evidence`` (probes with evidence),
     ``evidence_recall`` (mean share of their evidence turns injected), ``evidence_hit`` (share with
-    any), ``mean_tokens_injected`` (over every probe) and ``stored_tokens``; computed by a harness
-    run with the classifier reader on the literal questions."""
+    any), ``mean_tokens_injected`` (over every probe), ``stored_tokens`` and ``by_category``
+    (category -> mean evidence recall of its probes); computed by a harness run with the
+    classifier reader on the literal questions."""
     from ..harness.readers import classifier_reader
     from ..harness.trial import Plant, ProbeSet, Score, run
 
@@ -154,7 +155,13 @@ def evidence_recall_table(scenario: Scenario, policies: list[Policy], *, tokens:
     rows = []
     for t in doc["trials"]:
         s = t["summary"]["literal"]
-        rows.append({"policy": t["disturb"]["name"], "settings": t["disturb"]["settings"], "n_evidence": s["n_evidence"],
+        per: dict[str, list[float]] = {}
+        for r in t["rows"]:
+            if r["evidence_recall"] is not None:
+                per.setdefault(str(r["category"]), []).append(r["evidence_recall"])
+        rows.append({"policy": t["disturb"]["name"], "settings": t["disturb"]["settings"],
+                     "n_evidence": s["n_evidence"],
                      "evidence_recall": s["evidence_recall"], "evidence_hit": s["evidence_hit"],
-                     "mean_tokens_injected": s["mean_tokens_injected"], "stored_tokens": t["stored_tokens"]})
+                     "mean_tokens_injected": s["mean_tokens_injected"], "stored_tokens": t["stored_tokens"],
+                     "by_category": {c: sum(v) / len(v) for c, v in sorted(per.items())}})
     return rows

@@ -31,6 +31,7 @@ REPAIRS = {
     "observation_respelt": "a misspelt observation turn id was normalised",
     "observation_unknown_dropped": "an observation turn id that names no turn was dropped (the observation "
                                    "too when none was left)",
+    "observation_empty_dropped": "an observation with an empty text was dropped",
     "observation_other_speaker": "an observation filed under the speaker who did not say its turn(s) was "
                                  "attributed to the turn's speaker",
     "observations_missing": "a session has no observation key: it has no fact candidates",
@@ -136,7 +137,8 @@ class Conversation:
 
     def repair_counts(self) -> dict:
         """``{repair: {"count": n, "ids": [...]}}`` for every repair made, in :data:`REPAIRS` order."""
-        return {k: {"count": len(self.repairs[k]), "ids": list(self.repairs[k])} for k in REPAIRS if self.repairs.get(k)}
+        return {k: {"count": len(self.repairs[k]), "ids": list(self.repairs[k])}
+                for k in REPAIRS if self.repairs.get(k)}
 
 
 # -- small checks -----------------------------------------------------------------------
@@ -241,7 +243,10 @@ def _observations(raw, n: int, where: str, turns: dict[str, Turn], rep: _Repairs
             oid = f"S{n}.o{position}"  # its position among the session's observations, dropped ones included
             if not (isinstance(row, list) and len(row) == 2):
                 raise LocomoError(f"{rw} must be a pair [fact text, dia_id]; got {_show(row)}")
-            text = _string(row[0], f"{rw}[0]")
+            text = _string(row[0], f"{rw}[0]", empty=True).strip()
+            if not text:
+                rep.add("observation_empty_dropped", oid)
+                continue
             links = row[1]
             if isinstance(links, list):
                 rep.add("observation_links_parsed", f"{oid}: list {_show(links)}")
