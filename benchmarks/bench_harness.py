@@ -1,11 +1,11 @@
-"""Time seed 001's whole bench: build the scenario (30 sessions x 12 exchanges, stdlib filler), run
+"""Time the 30-session memory bench's whole bench: build the scenario (30 sessions x 12 exchanges, stdlib filler), run
 the ten policies on both probe forms with the context classifier, count o200k_base tokens.
 
     .venv/bin/python benchmarks/bench_harness.py [--repeats 5] [--extra]
 
 Every repetition starts with cold caches (token counts, standard-library file reads), so each one
 pays for the whole bench; interpreter start-up and imports are excluded.  Prints each time and the
-median.  Target: under 3 s (seed 001's own Dart run took about 13 s).
+median.  Target: under 3 s (the 30-session memory bench's own Dart run took about 13 s).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seed 001's bench: the counts fixed by the fact schedule, the BM25 pattern, the scenario's build."""
+"""The 30-session memory bench: the counts fixed by the fact schedule, the BM25 pattern, the scenario's build."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 000's lab reproduced exactly: scorecard, by-type compaction table, and the parts that make it."""
+"""The memory-eval-harness chapter's lab reproduced exactly: scorecard, by-type compaction table, and the parts that make it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def lab():
 
 
 def test_scorecard_matches_seed_000(lab):
-    # seed 000's verified output: these numbers follow from its facts, probes and rules
+    # the memory-eval-harness chapter's verified output: these numbers follow from its facts, probes and rules
     got = {r["policy"]: (r["recall"], r["n_live"], r["stale"], r["abstained"], r["n_absent"], r["tokens"])
            for r in lab_scorecard(lab)}
     assert got == {
@@ -57,7 +57,7 @@ def test_run_records_every_part(lab):
 
 @pytest.mark.parametrize("cap,recall", [(35, 1), (97, 1), (98, 4), (34, 0)])
 def test_replay_cap_evicts_whole_sessions(cap, recall):
-    # any cap in 35..97 evicts session 1 only (seed 000 does not state the cap)
+    # any cap in 35..97 evicts session 1 only (the memory-eval-harness chapter does not state the cap)
     doc = run_lab([f"replay-capped:cap_tokens={cap}"])
     assert lab_scorecard(doc)[0]["recall"] == recall
 

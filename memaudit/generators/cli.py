@@ -118,7 +118,7 @@ _register_synthetic()
 @click.option("--cost-model", type=click.Choice(["words", "chars", "bytes", "tokens"]), default="tokens",
               show_default=True, help="Cost model of the candidate texts.")
 def natural(seed, output, package_id, budget, budget_frac, filler, filler_lines, exchanges_per_session, cost_model):
-    """The 30-session, 15-fact scenario of seed 001 (8 updated, 2 deleted on request) as a package."""
+    """The 30-session, 15-fact scenario of the 30-session memory bench (8 updated, 2 deleted on request) as a package."""
     from ..clitools import check_budget_flags
     from . import generate as gen
 

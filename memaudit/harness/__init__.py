@@ -1,1 +1,1 @@
-"""The plant / disturb / probe / score QA harness (seeds 000 and 001)."""
+"""The plant / disturb / probe / score QA harness (the memory-eval-harness chapter and the 30-session memory bench)."""

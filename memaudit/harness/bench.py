@@ -1,4 +1,4 @@
-"""Seed 001's bench: one developer, 30 working days of 12 exchanges, 15 facts (8 updated, 2 deleted
+"""The 30-session memory bench: one developer, 30 working days of 12 exchanges, 15 facts (8 updated, 2 deleted
 on request), distractor questions, filler replies of real standard-library source, probes at days
 10, 20 and 30 in literal and paraphrase form, and ten memory policies."""
 
@@ -110,7 +110,7 @@ def _filler(rng: random.Random, values: list[str]) -> tuple[str, str]:
 
 def bench_scenario(*, n_sessions: int = 30, exchanges_per_session: int = 12, seed: int = 42,
                    probe_days=(10, 20, 30)) -> Scenario:
-    """Seed 001's scenario, built with the scenario file format.
+    """The 30-session memory bench's scenario, built with the scenario file format.
 
     Each day has ``exchanges_per_session`` exchanges: the fact events of that day (a statement,
     an update or a delete request, at positions drawn by the seed) and distractor questions
@@ -188,7 +188,7 @@ def bench_scenario(*, n_sessions: int = 30, exchanges_per_session: int = 12, see
 def run_bench(policies=BENCH_POLICIES, *, n_sessions: int = 30, exchanges_per_session: int = 12, seed: int = 42,
               forms=("literal", "paraphrase"), reader=None, judge=None, match: str = "tokens",
               tokens: str = "o200k_base", progress=None) -> dict:
-    """Run seed 001's bench (default: its ten policies, the context classifier, o200k_base tokens)."""
+    """Run the 30-session memory bench (default: its ten policies, the context classifier, o200k_base tokens)."""
     settings = {"n_sessions": n_sessions, "exchanges_per_session": exchanges_per_session, "seed": seed}
     plant = Plant("seed001-bench", settings, bench_scenario(**settings))
     probe = ProbeSet(reader or classifier_reader(), forms=tuple(forms), judge=judge)
@@ -205,7 +205,7 @@ def _label_width(doc: dict) -> int:
 
 
 def per_form_lines(doc: dict) -> list[str]:
-    """Seed 001's first table: one line per policy and probe form."""
+    """The 30-session memory bench's first table: one line per policy and probe form."""
     w = _label_width(doc)
     lines = [f"{'policy':<{w}}{'probe':<11}{'current':>8}{'conflict':>9}{'stale':>6}{'missing':>8} |"
              f"{'leaked':>7}{'clean':>6} |{'mean injected':>14}{'stored@end':>11}"]
@@ -221,7 +221,7 @@ def per_form_lines(doc: dict) -> list[str]:
 
 
 def combined_table(doc: dict) -> list[dict]:
-    """Seed 001's second table: both probe forms combined, per policy."""
+    """The 30-session memory bench's second table: both probe forms combined, per policy."""
     out = []
     for t in doc["trials"]:
         forms = [f for f in t["summary"] if f != "combined"]
@@ -235,7 +235,7 @@ def combined_table(doc: dict) -> list[dict]:
 
 
 def combined_lines(doc: dict) -> list[str]:
-    """Seed 001's second table as text lines (two token figures: literal / paraphrase)."""
+    """The 30-session memory bench's second table as text lines (two token figures: literal / paraphrase)."""
     w = _label_width(doc)
     lines = [f"{'policy':<{w}}{'current only':>13}{'conflict':>9}{'stale or missing':>17}"
              f"{'deleted leaked':>15}{'mean tokens injected':>22}"]

@@ -36,8 +36,8 @@ def _emit(doc: dict, lines: list[str], as_json: bool, out: str | None) -> None:
 def _reader_options(f):
     opts = [
         click.option("--reader", type=click.Choice(["classifier", "mechanical", "command"]), default=None,
-                     help="What answers the probes: the context classifier (no model, seed 001), the "
-                          "mechanical word-overlap reader (seed 000), or --reader-cmd."),
+                     help="What answers the probes: the context classifier (no model, the 30-session memory bench), the "
+                          "mechanical word-overlap reader (the memory-eval-harness chapter), or --reader-cmd."),
         click.option("--reader-cmd", default=None, metavar="CMD",
                      help='Command that gets each prompt on standard input and prints the answer, e.g. "claude -p" '
                           '(implies --reader command).'),
@@ -98,11 +98,11 @@ def _summary_lines(doc: dict) -> list[str]:
 
 @click.group("harness", context_settings={"help_option_names": ["-h", "--help"]})
 def harness():
-    """The plant / disturb / probe / score QA harness (seeds 000 and 001).
+    """The plant / disturb / probe / score QA harness (the memory-eval-harness chapter and the 30-session memory bench).
 
     \b
-    lab    seed 000's five conditions, exactly
-    bench  seed 001's 30-session bench of ten memory policies
+    lab    the memory-eval-harness chapter's five conditions, exactly
+    bench  the 30-session memory bench of ten memory policies
     run    your own scenario file under chosen policies and a reader
     diff   compare two runs probe by probe (same probes, one change)
     """
@@ -114,7 +114,7 @@ def harness():
 @click.option("--json", "as_json", is_flag=True, help="Print the run document as JSON.")
 @click.option("--out", type=click.Path(), default=None, metavar="DIR", help="Write run.json, summary.csv, rows.csv.")
 def lab(policies, as_json, out):
-    """Seed 000's lab: five conditions, the mechanical reader, len/4 tokens.
+    """The memory-eval-harness chapter's lab: five conditions, the mechanical reader, len/4 tokens.
 
     Prints the scorecard (recall, stale, abstain, tokens) and what the compaction kept by fact type.
     """
@@ -132,7 +132,7 @@ def lab(policies, as_json, out):
               help="Exchanges per session.")
 @click.option("--seed", type=int, default=42, show_default=True, help="Seed of the schedule positions and filler.")
 @click.option("--policy", "policies", multiple=True, metavar="NAME[:k=v,...]",
-              help="Policies (repeatable). Default: seed 001's ten.")
+              help="Policies (repeatable). Default: the 30-session memory bench's ten.")
 @click.option("--extra", is_flag=True, help="Also run ga-paper, ga-code, bitemporal and bitemporal-history (those not already "
                    "given with --policy).")
 @click.option("--forms", type=_FORMS, default="both", show_default=True, help="Probe forms to ask.")
@@ -142,9 +142,9 @@ def lab(policies, as_json, out):
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr.")
 def bench(n_sessions, exchanges_per_session, seed, policies, extra, forms, reader, reader_cmd, judge_cmd,
           allow_same_judge, timeout, retries, backoff, cache_dir, as_json, out, verbose):
-    """Seed 001's bench: 15 facts over N sessions, probes at days 10/20/30, ten policies.
+    """The 30-session memory bench: 15 facts over N sessions, probes at days 10/20/30, ten policies.
 
-    Prints seed 001's two tables: per probe form, and both forms combined (stored tokens are
+    Prints the 30-session memory bench's two tables: per probe form, and both forms combined (stored tokens are
     counted at the last probe day).
     """
     from ..clitools import progress_printer
@@ -174,7 +174,7 @@ def bench(n_sessions, exchanges_per_session, seed, policies, extra, forms, reade
               help="Probe forms (a probe without a paraphrase is asked in literal form only).")
 @_reader_options
 @click.option("--match", type=click.Choice(["tokens", "substring"]), default="tokens", show_default=True,
-              help="Value matching: whole-token sequences (seed 001) or lowercased substrings (seed 000).")
+              help="Value matching: whole-token sequences (the 30-session memory bench) or lowercased substrings (the memory-eval-harness chapter).")
 @click.option("--tokens", "token_counter", type=click.Choice(["o200k_base", "len/4"]), default="o200k_base",
               show_default=True, help="How injected and stored tokens are counted.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run document as JSON.")
@@ -214,7 +214,7 @@ def diff(run_a, run_b, as_json):
     """Compare RUN_B (after) with RUN_A (before), probe by probe.
 
     RUN_A and RUN_B are run.json files or the --out directories of runs.  Lists the parts whose
-    settings differ (seed 000's recipe: one change), the outcome counts before -> after per
+    settings differ (the memory-eval-harness chapter's recipe: one change), the outcome counts before -> after per
     policy and form, and every probe whose outcome changed.
     """
     from ..clitools import table_lines

@@ -1,5 +1,5 @@
-"""Seed 000's lab: eight typed facts over two sessions, six probes in a fresh third session, five
-conditions, the mechanical reader, seed 000's substring needles and its len/4 token count."""
+"""The memory-eval-harness chapter's lab: eight typed facts over two sessions, six probes in a fresh third session, five
+conditions, the mechanical reader, the memory-eval-harness chapter's substring needles and its len/4 token count."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def _v(session, value, text, position):
     return {"session": session, "value": value, "text": text, "position": position}
 
 
-#: seed 000's facts and probes in the scenario file format (sessions 1 and 2 plant, session 3 probes)
+#: the memory-eval-harness chapter's facts and probes in the scenario file format (sessions 1 and 2 plant, session 3 probes)
 LAB_SCENARIO = {
     "format": "memaudit-scenario/1",
     "id": "seed000-lab",
@@ -48,17 +48,17 @@ LAB_SCENARIO = {
          "literal": "what is the release procedure for the books?"},
         {"id": "database", "session": 3, "fact": None, "literal": "which database did we choose?"},
     ],
-    "meta": {"source": "seed 000 (the memory eval harness), its lab"},
+    "meta": {"source": "the memory-eval-harness chapter (the memory eval harness), its lab"},
 }
 
 
 def lab_scenario() -> Scenario:
-    """Seed 000's plant as a :class:`Scenario`."""
+    """The memory-eval-harness chapter's plant as a :class:`Scenario`."""
     return scenario_from_dict(LAB_SCENARIO)
 
 
 def run_lab(policies=LAB_POLICIES, *, min_overlap: int = 2, match: str = "substring", tokens: str = "len/4") -> dict:
-    """Run seed 000's lab: its five conditions, mechanical reader, needles and len/4 tokens.
+    """Run the memory-eval-harness chapter's lab: its five conditions, mechanical reader, needles and len/4 tokens.
 
     Returns the run document (see :func:`memaudit.harness.trial.run`).
     """
@@ -68,7 +68,7 @@ def run_lab(policies=LAB_POLICIES, *, min_overlap: int = 2, match: str = "substr
 
 
 def lab_scorecard(doc: dict) -> list[dict]:
-    """Seed 000's scorecard: recall (current, or both values in the answer, as seed 000 counts it)
+    """The memory-eval-harness chapter's scorecard: recall (current, or both values in the answer, as the memory-eval-harness chapter counts it)
     of the answerable probes, stale answers, abstentions on never-planted probes, tokens carried."""
     out = []
     for t in doc["trials"]:

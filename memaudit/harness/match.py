@@ -1,4 +1,4 @@
-"""Matching values in text (whole-token sequences or seed 000's substrings) and counting injected tokens."""
+"""Matching values in text (whole-token sequences or the memory-eval-harness chapter's substrings) and counting injected tokens."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from ..text import tokens
 __all__ = ["MATCH_MODES", "TOKEN_COUNTERS", "value_tokens", "contains_value", "words", "count_len4",
            "token_counter"]
 
-#: how a value is found in a text: ``tokens`` (seed 001's whole-token-sequence match) or
-#: ``substring`` (seed 000's lowercased substring test)
+#: how a value is found in a text: ``tokens`` (the 30-session memory bench's whole-token-sequence match) or
+#: ``substring`` (the memory-eval-harness chapter's lowercased substring test)
 MATCH_MODES = ("tokens", "substring")
 
 def value_tokens(value: str) -> tuple[str, ...]:
@@ -30,7 +30,7 @@ def contains_value(text: str, value: str, mode: str = "tokens") -> bool:
     the value's tokens occur in ``text`` as a contiguous run of whole tokens (NFKC, case-folded;
     any non-alphanumeric characters, ``_`` included, between them), so ``Node 20`` is found in
     ``runs on Node 20.`` but not in ``Node 204``.  ``substring``: the lowercased value is a
-    substring of the lowercased text (seed 000's needle test).
+    substring of the lowercased text (the memory-eval-harness chapter's needle test).
 
     Examples
     --------
@@ -51,7 +51,7 @@ def contains_value(text: str, value: str, mode: str = "tokens") -> bool:
 
 
 def words(text: str) -> set[str]:
-    """Seed 000's word set: lowercase, every non-alphanumeric character a separator.
+    """The memory-eval-harness chapter's word set: lowercase, every non-alphanumeric character a separator.
 
     Examples
     --------
@@ -62,7 +62,7 @@ def words(text: str) -> set[str]:
 
 
 def count_len4(text: str) -> int:
-    """Seed 000's token estimate: ``len(text) // 4``.
+    """The memory-eval-harness chapter's token estimate: ``len(text) // 4``.
 
     Examples
     --------

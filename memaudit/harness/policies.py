@@ -5,8 +5,8 @@ count)`` returns a memory with two methods: ``inject(session, question)``, the l
 of the reader at the end of ``session``, and ``stored(session)``, every line the policy keeps; and
 their structured forms ``inject_items`` and ``items``, each line a :class:`StoredItem` (a turn, a
 fact line, a profile entry, a bi-temporal record or a summary, with the exchange it came from).
-Seed 000's five conditions (``fresh``, ``replay-full``, ``replay-capped``, ``compacted``, ``store``),
-seed 001's ten policies, Generative-Agents retrieval and a bi-temporal store are all built here.
+The memory-eval-harness chapter's five conditions (``fresh``, ``replay-full``, ``replay-capped``, ``compacted``, ``store``),
+the 30-session memory bench's ten policies, Generative-Agents retrieval and a bi-temporal store are all built here.
 """
 
 from __future__ import annotations
@@ -398,7 +398,7 @@ def _check_num(name, value, policy, lo=None, hi=None):
 
 
 def fresh() -> Policy:
-    """Seed 000's fresh window: nothing carried over (the floor)."""
+    """The memory-eval-harness chapter's fresh window: nothing carried over (the floor)."""
     return Policy("fresh", {}, lambda sc, count: _Fresh(sc, count))
 
 
@@ -419,14 +419,14 @@ def transcript(*, stamp: bool = True, cap_tokens: int | None = None, name: str =
 
 
 def replay_full(*, stamp: bool = False) -> Policy:
-    """Seed 000's full replay: the whole transcript, old versions included (no day stamps)."""
+    """The memory-eval-harness chapter's full replay: the whole transcript, old versions included (no day stamps)."""
     return transcript(stamp=stamp, name="replay-full")
 
 
 def replay_capped(*, cap_tokens: int = 50, stamp: bool = False) -> Policy:
-    """Seed 000's capped replay: a window cap evicts whole sessions, oldest first.
+    """The memory-eval-harness chapter's capped replay: a window cap evicts whole sessions, oldest first.
 
-    Seed 000 says only that the cap evicted session 1; in its lab any cap from 35 to 97 len/4
+    The memory-eval-harness chapter says only that the cap evicted session 1; in its lab any cap from 35 to 97 len/4
     tokens does exactly that (session 2 alone is 35, both sessions 98).  The default is 50."""
     return transcript(stamp=stamp, cap_tokens=cap_tokens, name="replay-capped")
 
@@ -455,13 +455,13 @@ def profile(*, stamp: bool = True, min_salience: int = 0, name: str = "profile")
 
 
 def compacted(*, min_salience: int = 2, stamp: bool = False) -> Policy:
-    """Seed 000's compaction: a summary that keeps the latest version of each fact with
+    """The memory-eval-harness chapter's compaction: a summary that keeps the latest version of each fact with
     salience >= ``min_salience`` and nothing else."""
     return profile(stamp=stamp, min_salience=min_salience, name="compacted")
 
 
 def store(*, stamp: bool = False) -> Policy:
-    """Seed 000's memory store: every fact kept, contradictions updated in place."""
+    """The memory-eval-harness chapter's memory store: every fact kept, contradictions updated in place."""
     return profile(stamp=stamp, name="store")
 
 
@@ -517,7 +517,7 @@ def generative_agents(*, variant: str = "paper", k: int = 5, fact_importance: fl
     relevance and importance in that order): weights recency 0.5, relevance 3, importance 2, and
     recency ``0.99 ** rank`` over the memories sorted by last access oldest first, so rank 1 (the
     largest term) is the oldest memory; nothing is re-accessed here, so last access = creation.
-    Seed 004 reads the vector as making importance six times recency; the code weights relevance.
+    The agent-memory essay reads the vector as making importance six times recency; the code weights relevance.
     ``recency='rank-newest'`` ranks the newest memory first instead.  Relevance is the BM25 score (no embeddings here); importance is
     scripted instead of model-rated: ``fact_importance`` for exchanges that state or delete a fact,
     ``other_importance`` for filler.  ``weights``, ``decay`` and ``recency`` override the variant.
@@ -587,17 +587,17 @@ POLICIES: dict[str, tuple[Callable[..., Policy], dict]] = {
     "bitemporal-history": (bitemporal, {"history": True}),
 }
 
-#: seed 000's five conditions, in its table order
+#: the memory-eval-harness chapter's five conditions, in its table order
 LAB_POLICIES = ("fresh", "replay-full", "replay-capped", "compacted", "store")
 
-#: seed 001's ten policies, in its table order
+#: the 30-session memory bench's ten policies, in its table order
 BENCH_POLICIES = ("session-buffer", "full-transcript", "last-exchanges", "fact-log", "profile", "bm25-transcript",
                   "bm25-fact-log", "profile+bm25", "profile+bm25-redacted", "profile+bm25-unindexed")
 
 #: the policies the issue adds beyond the seeds
 EXTRA_POLICIES = ("ga-paper", "ga-code", "bitemporal", "bitemporal-history")
 
-#: the names the seeds' tables use
+#: the names the sources' tables use
 POLICY_LABELS = {
     "fresh": "fresh window", "replay-full": "replay, full", "replay-capped": "replay, capped",
     "compacted": "compacted", "store": "memory store",
@@ -627,7 +627,7 @@ def _setting_text(v) -> str:
 
 
 def policy_label(name: str, settings: dict) -> str:
-    """The table label of a policy: the seeds' name (:data:`POLICY_LABELS`), with any setting that
+    """The table label of a policy: the sources' name (:data:`POLICY_LABELS`), with any setting that
     differs from the policy's default shown (``k`` and ``n`` in the words, others in brackets).
 
     Examples

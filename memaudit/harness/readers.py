@@ -1,10 +1,10 @@
 """Readers (what answers a probe from the injected memory) and judges (what grades a free-text answer).
 
-Three readers: ``mechanical`` (seed 000: the best word-overlap line, ties to the earliest,
-abstain below 2 shared words), ``classifier`` (seed 001: no model; the whole injected context is
+Three readers: ``mechanical`` (the memory-eval-harness chapter: the best word-overlap line, ties to the earliest,
+abstain below 2 shared words), ``classifier`` (the 30-session memory bench: no model; the whole injected context is
 handed to the scorer, which classifies it), and ``command`` (the prompt goes to any command line
 program on standard input: ``claude -p``, ``llm``, ``ollama run MODEL``; time-outs, retries and a
-cache keyed by prompt and command).  A judge command grades answers with seed 000's rubric
+cache keyed by prompt and command).  A judge command grades answers with the memory-eval-harness chapter's rubric
 (yes / no / STALE).
 """
 
@@ -50,7 +50,7 @@ class Reader:
 
 
 def mechanical_reader(*, min_overlap: int = 2) -> Reader:
-    """Seed 000's reader: the line sharing the most words with the question (ties to the earliest
+    """The memory-eval-harness chapter's reader: the line sharing the most words with the question (ties to the earliest
     line); abstains when the best line shares fewer than ``min_overlap`` words.
 
     Examples
@@ -80,7 +80,7 @@ def mechanical_reader(*, min_overlap: int = 2) -> Reader:
 
 
 def classifier_reader() -> Reader:
-    """Seed 001's context classifier: no model; the injected context itself is scored.
+    """The 30-session memory bench's context classifier: no model; the injected context itself is scored.
 
     Examples
     --------
@@ -207,7 +207,7 @@ def _verdict(out: str, allowed: tuple[str, ...], argv, item) -> str:
 
 @dataclass(frozen=True)
 class Judge:
-    """A judge part: grades a reader's free-text answer with seed 000's rubric."""
+    """A judge part: grades a reader's free-text answer with the memory-eval-harness chapter's rubric."""
 
     argv: tuple[str, ...]
     settings: dict
@@ -247,7 +247,7 @@ class Judge:
 def judge_command(cmd, *, reader: Reader | None = None, allow_same_judge: bool = False,
                   timeout: float = _commands.DEFAULT_TIMEOUT, retries: int = _commands.DEFAULT_RETRIES,
                   backoff: float = _commands.DEFAULT_BACKOFF, cache_dir: str | None = None) -> Judge:
-    """A judge that sends seed 000's rubric to ``cmd``.  Refuses a judge identical to the command
+    """A judge that sends the memory-eval-harness chapter's rubric to ``cmd``.  Refuses a judge identical to the command
     reader (grading with the model that answered invites self-enhancement bias) unless
     ``allow_same_judge``."""
     argv = split_command(cmd, "the judge command")

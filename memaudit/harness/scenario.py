@@ -34,7 +34,7 @@ SCENARIO_FORMATS = ("memaudit-scenario/1", "memaudit-scenario/2")
 #: the kinds of model-written notes a version-2 scenario may carry
 NOTE_KINDS = ("observation", "summary")
 
-#: the fact types of seed 000; a scenario may use only these
+#: the fact types of the memory-eval-harness chapter; a scenario may use only these
 FACT_TYPES = ("identity", "preference", "decision", "detail", "procedure")
 
 #: the largest ``n_sessions`` a scenario may declare (every session is walked when the stream is built)
@@ -423,7 +423,7 @@ def _exchanges(facts: list[Fact], sessions: dict[int, list[tuple]],
     """Place the statements and delete requests among each session's filler exchanges.
 
     With ``replies`` the assistant acknowledges a statement with ``Noted: <value>.`` and a delete
-    request with ``Done: I will forget it.``; without, the statement stands alone (seed 000).
+    request with ``Done: I will forget it.``; without, the statement stands alone (the memory-eval-harness chapter).
     """
     placed: dict[int, list[tuple[int, int, str, str, str, str, int | None]]] = {}
     order = 0

@@ -2,7 +2,7 @@
 reader) and score (outcomes + token count); a run is one plant, probe and score over several policies.
 
 Every run document records each part's name and settings (and the scenario's sha256), so a run
-can be replayed; ``diff_runs`` compares two runs probe by probe (seed 000's before / after recipe).
+can be replayed; ``diff_runs`` compares two runs probe by probe (the memory-eval-harness chapter's before / after recipe).
 
 A probe with ``evidence`` (a ``memaudit-scenario/2`` scenario, e.g. LoCoMo's human-annotated
 evidence turns) also gets a deterministic **evidence recall**: the share of its evidence
@@ -109,7 +109,7 @@ def _values(fact: Fact, session: int) -> tuple[str, list[str], list[str]]:
 
 
 def classify(fact: Fact, session: int, text: str, match: str = "tokens") -> str:
-    """Seed 001's outcome of one probe about ``fact`` at the end of ``session`` given ``text``
+    """The 30-session memory bench's outcome of one probe about ``fact`` at the end of ``session`` given ``text``
     (an injected context or an answer).
 
     Deleted fact: ``leaked`` if any stated value is in the text, else ``clean``.  Live fact: with
@@ -215,7 +215,7 @@ class Trial:
         stored = memory.stored(last)
         stored_text = "\n".join(stored)
         by_type: dict[str, list[int]] = {}
-        # facts in the order their current version was stated (seed 000's table order)
+        # facts in the order their current version was stated (the memory-eval-harness chapter's table order)
         where = sc.statement_positions()
         alive = [f for f in sc.facts if not f.deleted_by(last) and f.first_session <= last]
         alive.sort(key=lambda f: where[(f.key, len(f.live_versions(last)) - 1)])
@@ -400,7 +400,7 @@ def diff_runs(a: dict, b: dict) -> dict:
     Raises
     ------
     HarnessError
-        When no trial pairs up, or a pair was not asked the same probes (seed 000's recipe
+        When no trial pairs up, or a pair was not asked the same probes (the memory-eval-harness chapter's recipe
         holds the probe set constant).
     """
     parts = [k for k in ("plant", "probe", "score") if a.get(k) != b.get(k)]
