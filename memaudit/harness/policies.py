@@ -594,7 +594,7 @@ LAB_POLICIES = ("fresh", "replay-full", "replay-capped", "compacted", "store")
 BENCH_POLICIES = ("session-buffer", "full-transcript", "last-exchanges", "fact-log", "profile", "bm25-transcript",
                   "bm25-fact-log", "profile+bm25", "profile+bm25-redacted", "profile+bm25-unindexed")
 
-#: the policies the issue adds beyond the seeds
+#: the policies memaudit adds beyond the two sources' own
 EXTRA_POLICIES = ("ga-paper", "ga-code", "bitemporal", "bitemporal-history")
 
 #: the names the sources' tables use

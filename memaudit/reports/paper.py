@@ -50,7 +50,7 @@ DISTRIBUTIONS = ("base", "update_chain", "temporal_interval")
 #: the key of OPT without tombstone and compound_update candidates
 NO_TOMBSTONE = "no_tombstone"
 
-#: the paper's published figures (arXiv 2605.02199; PAPER_PROTOCOL.md section 5), in the --json shape
+#: the paper's published figures (arXiv 2605.02199, as its public artifact produces them), in the --json shape
 PAPER = {
     "base": {"2": {"density": 0.264, NO_TOMBSTONE: 0.523}, "4": {NO_TOMBSTONE: 0.654},
              "8": {"density": 0.361, NO_TOMBSTONE: 0.689}, "16": {NO_TOMBSTONE: 0.815}},

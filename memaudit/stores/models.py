@@ -2,8 +2,7 @@
 
 Each model states the fields memaudit reads (unknown fields are allowed and kept, since every
 product version adds some) and names, in its docstring, the product versions whose own code was
-run to write such rows (``/work/shared/formats/real/README.md``; the formats research notes cite
-the source paths).  :func:`check_row` validates one row and turns the first validation error into
+run to write such rows (docs/audit.md lists products x versions x shapes).  :func:`check_row` validates one row and turns the first validation error into
 the importers' one-line message: ``FILE: item [3] (id 'x'): field 'memory' must be a string; got 5``.
 """
 
