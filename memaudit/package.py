@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import difflib
 import functools
 import hashlib
 import json
 import math
-import numbers
 import os
+import weakref
 from collections import Counter
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args
 
 import numpy as np
 import scipy.sparse as sp
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError,
+from pydantic import (BeforeValidator, Field, Strict, ValidationError,
                       field_validator, model_validator)
 from pydantic_core import PydanticSerializationError
 
@@ -25,11 +24,17 @@ from solvers.problem import breakpoint_pieces, min_cap_pieces
 from .costs import COST_MODEL_UNITS, COST_MODELS, cost_of
 from .fileio import atomic_write
 from .errors import BudgetError, PackageError
+from .formats.fields import Id, NonNegativeNumber, PositiveNumber, StrictModel, finite
+from .formats.reader import NonFinite, parse_json, read_bytes
+from .formats.translate import json_kind as _json_kind
+from .formats.translate import more as _more
+from .formats.translate import show as _show
+from .formats.translate import validation_message
 
 __all__ = ["FORMAT", "CANDIDATE_KINDS", "COMMON_UNIT_KINDS", "Experience", "Unit", "HCap", "HBreakpoints",
            "Candidate", "Query", "Package", "Compiled", "load_package", "package_from_dict", "save_package",
            "package_to_dict", "package_sha256", "candidate_costs", "stream_cost", "resolve_budget", "compile_package",
-           "package_json_schema", "summarize"]
+           "package_json_schema", "summarize", "loaded_sha256"]
 
 #: the package format version this module reads and writes
 FORMAT = "memaudit-package/1"
@@ -48,51 +53,11 @@ assert get_args(CandidateKind) == CANDIDATE_KINDS
 
 # -- scalar rules -----------------------------------------------------------
 
-class _NonFiniteLiteral:
-    """What a JSON ``NaN`` / ``Infinity`` / ``-Infinity`` literal parses to: not a number, so it is
-    rejected by the field it sits in, with that field's path in the message."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
+_finite = finite
 
 
-def _finite(v) -> float | None:
-    """``float(v)`` when ``v`` is a finite real number (not a bool), else None."""
-    if isinstance(v, bool) or not isinstance(v, numbers.Real):
-        return None
-    try:
-        f = float(v)
-    except OverflowError:
-        return None
-    return f if math.isfinite(f) else None
-
-
-def _positive(v):
-    f = _finite(v)
-    if f is None or f <= 0:
-        raise ValueError("must be a finite number > 0")
-    return f
-
-
-def _non_negative(v):
-    f = _finite(v)
-    if f is None or f < 0:
-        raise ValueError("must be a finite number >= 0")
-    return f
-
-
-PositiveNumber = Annotated[float, Field(gt=0), BeforeValidator(_positive)]
-NonNegativeNumber = Annotated[float, Field(ge=0), BeforeValidator(_non_negative)]
-Id = Annotated[str, Field(min_length=1)]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Model(StrictModel):
+    pass
 
 
 # -- h: the concave saturation of a unit ------------------------------------
@@ -215,29 +180,6 @@ class Package(_Model):
         return self
 
 
-def _more(n: int) -> str:
-    return "" if n <= 0 else f" (and {n} more problem{'s' if n > 1 else ''})"
-
-
-def _show(v) -> str:
-    """A short rendering of a received value for a message."""
-    if isinstance(v, _NonFiniteLiteral):
-        s = v.name
-    elif isinstance(v, bool) or v is None:
-        s = json.dumps(v)
-    elif isinstance(v, float):
-        s = ("NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")) if not math.isfinite(v) else (
-            str(int(v)) if v.is_integer() and abs(v) < 1e16 else repr(v))
-    elif isinstance(v, (int, str)):
-        s = repr(v)
-    else:
-        try:
-            s = json.dumps(v, ensure_ascii=False, default=repr)
-        except (TypeError, ValueError):
-            s = repr(v)
-    return s if len(s) <= 80 else s[:77] + "..."
-
-
 def _cross_reference_problems(pkg: Package) -> list[str]:
     problems = []
     for field in ("experiences", "units", "candidates", "queries"):
@@ -295,7 +237,7 @@ def _cost_problem(pkg: Package, at: str, c: Candidate) -> str:
 def _json_value_problem(v, path: str) -> str:
     if v is None or isinstance(v, (str, bool, int)):
         return ""
-    if isinstance(v, float) or isinstance(v, _NonFiniteLiteral):
+    if isinstance(v, float) or isinstance(v, NonFinite):
         return "" if _finite(v) is not None else f"{path} must be a finite number; got {_show(v)}"
     if isinstance(v, list):
         return next((p for i, x in enumerate(v) if (p := _json_value_problem(x, f"{path}[{i}]"))), "")
@@ -307,96 +249,6 @@ def _json_value_problem(v, path: str) -> str:
                 return p
         return ""
     return f"{path} must hold only JSON values (null, boolean, number, string, list, object); got {_show(v)}"
-
-
-# -- turning a pydantic ValidationError into one line -----------------------
-
-_ITEM_MODELS = {"experiences": Experience, "units": Unit, "candidates": Candidate, "queries": Query}
-_MAPPING_FIELDS = {"coverage", "meta"}
-_TYPE_RULES = {
-    "missing": "is required",
-    "string_type": "must be a string",
-    "string_too_short": "must be a non-empty string",
-    "int_type": "must be an integer",
-    "int_parsing": "must be an integer",
-    "int_from_float": "must be an integer",
-    "float_type": "must be a number",
-    "float_parsing": "must be a number",
-    "list_type": "must be a list (JSON array)",
-    "dict_type": "must be an object (JSON {...})",
-    "model_type": "must be an object (JSON {...})",
-    "model_attributes_type": "must be an object (JSON {...})",
-}
-
-
-def _where(loc, data) -> str:
-    """``candidates[3] ('e02.fact').cost`` from a pydantic loc, with ids read from the raw data."""
-    out, node, mapping = "", data, False
-    for part in loc:
-        if part == "[key]":
-            continue
-        if isinstance(part, int):
-            out += f"[{part}]"
-            node = node[part] if isinstance(node, list) and 0 <= part < len(node) else None
-            if isinstance(node, dict) and isinstance(node.get("id"), str):
-                out += f" ({node['id']!r})"
-        else:
-            out += f"[{part!r}]" if mapping else (f".{part}" if out else str(part))
-            mapping = not mapping and part in _MAPPING_FIELDS
-            node = node.get(part) if isinstance(node, dict) else None
-    return out
-
-
-def _model_at(loc):
-    if not loc:
-        return Package
-    if len(loc) == 2 and isinstance(loc[1], int):
-        return _ITEM_MODELS.get(loc[0])
-    return None
-
-
-def _describe(err: dict, data) -> str:
-    loc, kind = tuple(err["loc"]), err["type"]
-    if kind == "extra_forbidden":
-        parent, key = loc[:-1], loc[-1]
-        owner = _where(parent, data) or "the package"
-        model = _model_at(parent)
-        hint = ""
-        if model is not None:
-            fields = list(model.model_fields)
-            close = difflib.get_close_matches(str(key), fields, n=1, cutoff=0.6)
-            hint = (f" (did you mean {close[0]!r}?)" if close else "") + "; allowed fields: " + ", ".join(fields)
-        return f"{owner} has an unknown field {key!r}{hint}"
-    if not loc:
-        msg = err["msg"]
-        return msg.removeprefix("Value error, ")
-    where = _where(loc, data)
-    if kind == "missing":
-        return f"{where} is required"
-    if kind == "value_error":
-        rule = err["msg"].removeprefix("Value error, ")
-    elif kind == "literal_error":
-        rule = f"must be one of {err.get('ctx', {}).get('expected', '')}"
-    else:
-        rule = _TYPE_RULES.get(kind)
-        if rule is None:
-            m = err["msg"]
-            rule = (m[:1].lower() + m[1:]).replace("input should", "should")
-    return f"{where} {rule}; got {_show(err.get('input'))}"
-
-
-def _json_kind(v) -> str:
-    if isinstance(v, list):
-        return "a JSON array"
-    if isinstance(v, str):
-        return "a JSON string"
-    if isinstance(v, bool):
-        return "a JSON boolean"
-    if v is None:
-        return "null"
-    if isinstance(v, (int, float, _NonFiniteLiteral)):
-        return "a JSON number"
-    return f"a {type(v).__name__}"
 
 
 # -- loading and saving -----------------------------------------------------
@@ -435,69 +287,42 @@ def package_from_dict(data, source: str = "<dict>") -> Package:
     try:
         return Package.model_validate(data)
     except ValidationError as exc:
-        errors = exc.errors(include_url=False)
-        raise PackageError(f"{source}: {_describe(errors[0], data)}{_more(len(errors) - 1)}") from exc
-
-
-class _DuplicateKey(Exception):
-    pass
-
-
-def _object_without_duplicates(pairs):
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            ids = [v for k, v in pairs if k == "id" and isinstance(v, str)]
-            where = f" (the object with id {ids[0]!r})" if ids else ""
-            raise _DuplicateKey(f"key {key!r} appears twice in one JSON object{where}; JSON keys must be unique")
-        out[key] = value
-    return out
-
-
-def _parse_json(text: str, source: str):
-    if not text.strip():
-        raise PackageError(f"{source}: the file is empty; expected a JSON package object")
-    try:
-        return json.loads(text, parse_constant=_NonFiniteLiteral, object_pairs_hook=_object_without_duplicates)
-    except _DuplicateKey as exc:
-        raise PackageError(f"{source}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise PackageError(f"{source}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise PackageError(f"{source}: JSON nested too deeply to be a package") from None
-
-
-def _read_bytes(path) -> tuple[bytes, str]:
-    source = os.fspath(path)
-    try:
-        with open(source, "rb") as fh:
-            return fh.read(), source
-    except FileNotFoundError:
-        raise PackageError(f"{source}: no such file") from None
-    except IsADirectoryError:
-        raise PackageError(f"{source}: is a directory, not a package file") from None
-    except OSError as exc:
-        raise PackageError(f"{source}: cannot read the file: {exc.strerror or exc}") from None
+        raise PackageError(validation_message(exc, data, Package, source, "the package")) from exc
 
 
 def load_package(path) -> Package:
-    """Read, parse and validate a package file; the file is only ever opened for reading.
+    """Read, parse and validate a package file; the file is read once, only ever for reading.
 
     A UTF-8 byte-order mark is accepted.  JSON ``NaN`` / ``Infinity`` literals, duplicate
-    keys in one object and every rule of the package format are rejected.
+    keys in one object, every limit of :mod:`memaudit.formats` and every rule of the package
+    format are rejected.  The sha256 of the very bytes parsed is kept with the package
+    (:func:`loaded_sha256`), so a certificate never hashes a second read of the file.
 
     Raises
     ------
     PackageError
         One line naming the file, the field, the rule and the value received.
     """
-    raw, source = _read_bytes(path)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise PackageError(f"{source}: not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start} "
-                           f"cannot be decoded ({exc.reason}); save the file as UTF-8") from None
-    return package_from_dict(_parse_json(text, source), source=source)
+    source = os.fspath(path)
+    raw = read_bytes(source, what="package", error=PackageError)
+    data = parse_json(raw, source, what="package object", error=PackageError, nonfinite="mark")
+    pkg = package_from_dict(data, source=source)
+    _LOADED[id(pkg)] = (weakref.ref(pkg, lambda _, key=id(pkg): _LOADED.pop(key, None)), source,
+                        hashlib.sha256(raw).hexdigest())
+    return pkg
+
+
+#: id(package) -> (weak reference, path, sha256 of the bytes parsed), for packages read by load_package
+_LOADED: dict[int, tuple] = {}
+
+
+def loaded_sha256(pkg: Package, path=None) -> str | None:
+    """SHA-256 of the bytes :func:`load_package` parsed ``pkg`` from (None for a package built
+    in memory, or when ``path`` is given and is not the file it was read from)."""
+    ref, source, sha = _LOADED.get(id(pkg), (None, None, None))
+    if ref is None or ref() is not pkg:
+        return None
+    return sha if path is None or os.fspath(path) == source else None
 
 
 def package_to_dict(pkg: Package) -> dict:
@@ -523,8 +348,7 @@ def save_package(pkg: Package, path) -> None:
 
 def package_sha256(path) -> str:
     """SHA-256 (hex) of the raw bytes of a package file."""
-    raw, _ = _read_bytes(path)
-    return hashlib.sha256(raw).hexdigest()
+    return hashlib.sha256(read_bytes(path, what="package", error=PackageError)).hexdigest()
 
 
 def package_json_schema() -> dict:

@@ -1,0 +1,55 @@
+"""Field types shared by every document model: finite numbers, non-empty ids, strict models."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+__all__ = ["finite", "PositiveNumber", "NonNegativeNumber", "FiniteNumber", "Id", "StrictModel"]
+
+
+def finite(v) -> float | None:
+    """``float(v)`` when ``v`` is a finite real number (not a bool), else None (also for integers past 1e308)."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _positive(v):
+    f = finite(v)
+    if f is None or f <= 0:
+        raise ValueError("must be a finite number > 0")
+    return f
+
+
+def _non_negative(v):
+    f = finite(v)
+    if f is None or f < 0:
+        raise ValueError("must be a finite number >= 0")
+    return f
+
+
+def _any_finite(v):
+    f = finite(v)
+    if f is None:
+        raise ValueError("must be a finite number")
+    return f
+
+
+PositiveNumber = Annotated[float, Field(gt=0), BeforeValidator(_positive)]
+NonNegativeNumber = Annotated[float, Field(ge=0), BeforeValidator(_non_negative)]
+FiniteNumber = Annotated[float, BeforeValidator(_any_finite)]
+Id = Annotated[str, Field(min_length=1)]
+
+
+class StrictModel(BaseModel):
+    """A document part: unknown fields are refused (with a did-you-mean hint from the translator)."""
+
+    model_config = ConfigDict(extra="forbid")
