@@ -27,9 +27,9 @@ from . import __version__
 from .certificate import build_certificate, load_certificate, verify_certificate, write_certificate, write_json
 from .baselines import DEFAULT_METHODS, method_settings, parse_methods, score_methods
 from .baselines import compare as compare_methods
-from .clitools import budget_options, check_budget_flags, num, pct, progress_printer, same_file, table_lines
+from .clitools import safe, safe_echo, budget_options, check_budget_flags, num, pct, progress_printer, same_file, table_lines
 from .errors import MemauditError
-from .fileio import atomic_write
+from .fileio import atomic_write, guard_inputs
 from .generators.density_trap import MAX_K as MAX_TRAP_K
 from .generators.density_trap import TOPICS as TRAP_TOPICS
 from .generators.density_trap import density_trap
@@ -48,7 +48,7 @@ _BACKEND_CHOICES = "highs|cbc|cpsat|none"
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
+    return safe(" ".join(str(exc).split()))
 
 
 class _Group(click.Group):
@@ -56,7 +56,8 @@ class _Group(click.Group):
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            with guard_inputs():
+                return super().invoke(ctx)
         except MemauditError as exc:
             click.echo(f"error: {_one_line(exc)}", err=True)
             ctx.exit(EXIT_BAD_INPUT)
@@ -91,7 +92,7 @@ def _print_solve(report) -> None:
     pkg, result = report.package, report.result
     unit = COST_MODEL_UNITS[pkg.cost_model]
     total = stream_cost(pkg)
-    echo = click.echo
+    echo = safe_echo
     echo(f"package {pkg.id}: {len(pkg.experiences)} experiences, {len(pkg.candidates)} candidates, "
          f"{len(pkg.units)} units; cost model {pkg.cost_model}")
     echo(f"budget {num(report.budget)} {unit} = {pct(report.budget, total)} of the stream cost "
@@ -210,10 +211,10 @@ def verify(package, cert, backend, time_limit, as_json, verbose):
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
-        click.echo(f"verifying {cert} against {package}")
+        safe_echo(f"verifying {cert} against {package}")
         width = max(len(c.name) for c in report.checks)
         for c in report.checks:
-            click.echo(f"  {c.outcome.upper():4}  {c.name.ljust(width)}  {c.detail}")
+            safe_echo(f"  {c.outcome.upper():4}  {c.name.ljust(width)}  {c.detail}")
         click.echo(f"verdict: {report.verdict}")
     click.get_current_context().exit(EXIT_OK if report.passed else EXIT_NOT_CERTIFIED)
 
@@ -230,7 +231,7 @@ def validate(packages):
             click.echo(f"error: {_one_line(exc)}", err=True)
             failed = True
             continue
-        click.echo(f"ok: {path} ({len(pkg.experiences)} experiences, {len(pkg.candidates)} candidates, "
+        safe_echo(f"ok: {path} ({len(pkg.experiences)} experiences, {len(pkg.candidates)} candidates, "
                    f"{len(pkg.units)} units, {len(pkg.queries)} queries)")
     click.get_current_context().exit(EXIT_BAD_INPUT if failed else EXIT_OK)
 
@@ -251,7 +252,7 @@ def inspect(package, budget, budget_frac, as_json):
         click.echo(json.dumps(s, indent=2, ensure_ascii=False))
         return
     unit = COST_MODEL_UNITS[pkg.cost_model]
-    echo = click.echo
+    echo = safe_echo
     echo(f"package {s['id']} ({s['format']}), cost model {s['cost_model']} (costs from {s['cost_source']})")
     echo(f"{s['n_experiences']} experiences, {s['n_candidates']} candidates, {s['n_units']} units, "
          f"{s['n_queries']} queries")
