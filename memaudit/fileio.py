@@ -135,7 +135,7 @@ def atomic_write(path, data: bytes | str, error=MemauditError) -> None:
             raise error(f"{path}: is {_kind(st.st_mode)}, not a regular file; memaudit writes its outputs "
                         "atomically to regular files only: choose a file path")
         mode = st.st_mode & 0o7777
-    check_not_input(target, error)
+    check_not_input(path, error)
     directory = os.path.dirname(os.path.abspath(target))
     prefix = _temp_prefix(target)
     _clean_stale_temps(directory, prefix)

@@ -180,7 +180,8 @@ def _check_tree(data, source: str, error, *, max_depth: int, nonfinite: str) -> 
     while stack:
         node, depth, path = stack.pop()
         if depth > max_depth:
-            raise error(f"{source}: {json_path(path)} is nested more than {max_depth} lists / objects deep, "
+            shown = json_path(path) if len(path) <= 6 else json_path(path[:4]) + "[...]"
+            raise error(f"{source}: {shown} is nested more than {max_depth} lists / objects deep, "
                         f"beyond what memaudit reads")
         items = node.items() if type(node) is dict else enumerate(node)
         for key, v in items:

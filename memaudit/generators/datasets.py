@@ -214,13 +214,15 @@ def load_manifest(directory) -> dict:
     ManifestError
         Naming the file and the first field that is missing or malformed.
     """
+    from pydantic import ValidationError
+
+    from ..formats import read_json, validation_message
+    from ..formats.documents import Manifest
+
     path = manifest_path(directory)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ManifestError(f"{path}: no such file; build it with scripts/build_packages_data.py") from None
-    except (OSError, ValueError) as exc:
-        raise ManifestError(f"{path}: cannot read it as JSON: {exc}") from None
+    if not path.exists():
+        raise ManifestError(f"{path}: no such file; build it with scripts/build_packages_data.py")
+    data = read_json(path, what="manifest", error=ManifestError).data
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
         raise ManifestError(f"{path}: format must be {MANIFEST_FORMAT!r}; got "
                             f"{data.get('format') if isinstance(data, dict) else type(data).__name__!r}")
@@ -269,6 +271,10 @@ def load_manifest(directory) -> dict:
             if at != fracs:
                 raise ManifestError(f"{where}: {name} are at budget fractions {at}, not the manifest's "
                                     f"budget_fracs {fracs}")
+    try:
+        Manifest.model_validate(data)
+    except ValidationError as exc:
+        raise ManifestError(validation_message(exc, data, Manifest, str(path), "the manifest")) from None
     return data
 
 
