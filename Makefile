@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench venv clean
+.PHONY: demo test bench fuzz venv clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+fuzz: $(STAMP)
+	MEMAUDIT_FUZZ_EXAMPLES=2000 $(BIN)/python -m pytest -q tests/test_fuzz_inputs.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_exact.py

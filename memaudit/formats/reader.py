@@ -8,6 +8,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import select
 import stat
 from typing import Any, NamedTuple
@@ -193,9 +194,23 @@ def _check_tree(data, source: str, error, *, max_depth: int, nonfinite: str) -> 
                     raise error(f"{source}: {json_path(path + (key,))} is an integer of more than "
                                 f"{MAX_INT_DIGITS} digits, beyond what memaudit reads")
             elif nonfinite == "refuse" and (t is NonFinite or (t is float and not math.isfinite(v))):
-                shown = v.name if t is NonFinite else ("NaN" if math.isnan(v) else
-                                                       ("Infinity" if v > 0 else "-Infinity"))
-                raise error(f"{source}: {json_path(path + (key,))} must be a finite number; got {shown}")
+                raise error(f"{source}: {json_path(path + (key,))} must be a finite number; got {show_number(v)}")
+
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_BIG_EXPONENT = re.compile(rb"[eE][+]?0*\d{3}")
+
+
+def _json_depth(raw: bytes) -> int:
+    """Deepest nesting of a valid JSON text, at C speed: strings removed, then a running sum over the brackets."""
+    import numpy as np
+
+    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    if not brackets:
+        return 0
+    a = np.frombuffer(brackets, dtype=np.uint8)
+    return int(np.cumsum(np.where((a == 0x5B) | (a == 0x7B), 1, -1).astype(np.int32)).max())
 
 
 def _limits(raw: bytes, source: str, error, max_containers: int) -> None:
@@ -237,8 +252,14 @@ def parse_json(raw: bytes, source: str = "<json>", *, what: str = "document", er
     if not text.strip():
         raise error(f"{source}: the file is empty; expected a JSON {what}")
     _limits(raw, source, error, max_containers)
+    literals: list[NonFinite] = []
+
+    def constant(name: str) -> NonFinite:
+        literals.append(NonFinite(name))
+        return literals[-1]
+
     try:
-        data = json.loads(text, object_pairs_hook=_object, parse_int=_int, parse_constant=NonFinite)
+        data = json.loads(text, object_pairs_hook=_object, parse_int=_int, parse_constant=constant)
     except _Refused as exc:
         raise error(f"{source}: not valid JSON: {exc}") from None
     except json.JSONDecodeError as exc:
@@ -248,11 +269,21 @@ def parse_json(raw: bytes, source: str = "<json>", *, what: str = "document", er
                     "reads") from None
     except ValueError as exc:  # e.g. a float literal Python cannot convert
         raise error(f"{source}: not valid JSON: {' '.join(str(exc).split())}") from None
-    if isinstance(data, (dict, list)):
-        _check_tree(data, source, error, max_depth=max_depth, nonfinite=nonfinite)
-    elif nonfinite == "refuse" and isinstance(data, NonFinite):
-        raise error(f"{source}: the top level must be a finite number; got {data.name}")
+    # the walk (in Python) runs only when a cheap scan says there is something to find
+    deep = isinstance(data, (dict, list)) and _json_depth(raw) > max_depth
+    odd = nonfinite == "refuse" and (literals or _BIG_EXPONENT.search(raw))
+    if deep or odd:
+        if isinstance(data, (dict, list)):
+            _check_tree(data, source, error, max_depth=max_depth, nonfinite=nonfinite)
+        if nonfinite == "refuse" and isinstance(data, (NonFinite, float)):
+            raise error(f"{source}: the top level must be a finite number; got {show_number(data)}")
     return data
+
+
+def show_number(v) -> str:
+    if isinstance(v, NonFinite):
+        return v.name
+    return repr(v) if math.isfinite(v) else ("NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity"))
 
 
 def read_json(path, *, what: str = "document", max_bytes: int = MAX_BYTES, error=InputError,
