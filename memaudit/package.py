@@ -24,7 +24,7 @@ from solvers.problem import breakpoint_pieces, min_cap_pieces
 from .costs import COST_MODEL_UNITS, COST_MODELS, cost_of
 from .fileio import atomic_write
 from .errors import BudgetError, PackageError
-from .formats.fields import Id, NonNegativeNumber, PositiveNumber, StrictModel, finite
+from .formats.fields import MAX_MAGNITUDE, Id, NonNegativeNumber, PositiveNumber, StrictModel, _in_range, finite
 from .formats.reader import NonFinite, parse_json, read_bytes
 from .formats.translate import json_kind as _json_kind
 from .formats.translate import more as _more
@@ -87,7 +87,7 @@ def _check_h(v):
     if isinstance(v, dict) and set(v) == {"cap"}:
         if (c := _finite(v["cap"])) is None or c <= 0:
             raise ValueError("cap must be a finite number > 0")
-        return {"cap": c}
+        return {"cap": _in_range(c)}
     if isinstance(v, dict) and set(v) == {"breakpoints"}:
         pts = v["breakpoints"]
         if not isinstance(pts, (list, tuple)) or not pts:
@@ -96,7 +96,7 @@ def _check_h(v):
         for pt in pts:
             if not (isinstance(pt, (list, tuple)) and len(pt) == 2) or None in (zv := [_finite(x) for x in pt]):
                 raise ValueError("each breakpoint must be a pair [z, h(z)] of finite numbers")
-            pairs.append(zv)
+            pairs.append([_in_range(x) for x in zv])
         try:
             breakpoint_pieces(pairs)
         except ProblemError as exc:
@@ -375,10 +375,13 @@ def stream_cost(pkg: Package) -> float:
     return float(sum(largest.values()))
 
 
-def _budget_number(v, name: str, pkg: Package) -> float:
+def _budget_number(v, name: str, pkg: Package, bounded: bool = True) -> float:
     f = _finite(v)
     if f is None or f < 0:
         raise BudgetError(f"the {name} for package {pkg.id!r} must be a finite number >= 0; got {_show(v)}")
+    if bounded and f > MAX_MAGNITUDE:
+        raise BudgetError(f"the {name} for package {pkg.id!r} must be at most {MAX_MAGNITUDE:g} (memaudit's largest "
+                          f"number); got {_show(v)}")
     return f
 
 
@@ -397,12 +400,12 @@ def resolve_budget(pkg: Package, budget=None, budget_frac=None) -> float:
     if budget is not None:
         return _budget_number(budget, "budget", pkg)
     if budget_frac is not None:
-        frac = _budget_number(budget_frac, "budget fraction", pkg)
+        frac = _budget_number(budget_frac, "budget fraction", pkg, bounded=False)
         value = frac * stream_cost(pkg)
         if not math.isfinite(value):
             raise BudgetError(f"the budget fraction {_show(budget_frac)} of package {pkg.id!r} times its stream "
                               f"cost {_show(stream_cost(pkg))} is not a finite number; use a smaller fraction")
-        return value
+        return _budget_number(value, "budget (budget fraction times the stream cost)", pkg)
     if pkg.budget is not None:
         return float(pkg.budget)
     raise BudgetError(f"package {pkg.id!r} has no budget of its own: pass --budget B (a cost in "

@@ -6,6 +6,7 @@ RSS (``ru_maxrss``) and wall time are measured and capped, so the caps are measu
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -342,3 +343,23 @@ def test_the_guard_refuses_to_write_over_an_input(tmp_path):
     atomic_write(src, b"{}")  # outside a command, a library caller may replace it
     assert src.read_text() == "{}"
     assert fileio._inputs.get() is None
+
+
+# -- document models --------------------------------------------------------------------------
+
+def test_store_audit_spec_model_reads_the_shipped_spec_and_names_bad_fields():
+    from pydantic import ValidationError
+
+    from memaudit.formats import validation_message
+    from memaudit.formats.documents import StoreAuditSpec
+
+    pkg = json.loads((ROOT / "packages_data" / "natural" / "ledgerline.json").read_text())
+    spec = StoreAuditSpec.model_validate(pkg["meta"]["store_audit"])
+    assert spec.superseded or spec.deleted
+    bad = copy.deepcopy(pkg["meta"]["store_audit"])
+    key = "deleted" if bad.get("deleted") else "superseded"
+    bad[key][0]["value_aliases" if key == "deleted" else "old_aliases"] = []
+    with pytest.raises(ValidationError) as info:
+        StoreAuditSpec.model_validate(bad)
+    msg = validation_message(info.value, bad, StoreAuditSpec, "ledgerline.json", "meta.store_audit")
+    assert msg.startswith(f"ledgerline.json: {key}[0].") and "must be a non-empty list of strings; got []" in msg

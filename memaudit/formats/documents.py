@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from .fields import FiniteNumber, Id, NonNegativeNumber
 
 __all__ = ["MANIFEST_FORMAT", "RUN_FORMAT", "ManifestResult", "ManifestAblation", "ManifestEntry", "Manifest",
-           "RunPart", "RunRow", "RunTrial", "RunDocument"]
+           "RunPart", "RunRow", "RunTrial", "RunDocument", "Superseded", "Deleted", "StoreAuditSpec"]
 
 MANIFEST_FORMAT = "memaudit-manifest/1"
 RUN_FORMAT = "memaudit-harness-run/1"
@@ -82,3 +82,39 @@ class RunDocument(_Open):
 
     format: Literal["memaudit-harness-run/1"]
     trials: list[RunTrial] = Field(min_length=1)
+
+
+def _aliases(v):
+    if not isinstance(v, list) or not v or not all(isinstance(a, str) and a.strip() for a in v):
+        raise ValueError("must be a non-empty list of strings")
+    return v
+
+
+Aliases = Annotated[list[str], BeforeValidator(_aliases)]
+
+
+class Superseded(_Open):
+    """A value that was replaced: the words it went by, the unit of the current value, the unit of its validity."""
+
+    attribute: str
+    old_aliases: Aliases
+    current_unit: str
+    validity_unit: str | None = None
+
+
+class Deleted(_Open):
+    """A value the user asked to forget: the words it went by and the unit of its validity."""
+
+    attribute: str
+    value_aliases: Aliases
+    validity_unit: str | None = None
+
+
+class StoreAuditSpec(_Open):
+    """``meta.store_audit`` of a package: what a store audit counts as stale or leaked.
+
+    The unit ids it names are checked against the package by the caller (they are not in this document).
+    """
+
+    superseded: list[Superseded] = Field(default_factory=list)
+    deleted: list[Deleted] = Field(default_factory=list)

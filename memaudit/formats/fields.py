@@ -8,7 +8,19 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-__all__ = ["finite", "PositiveNumber", "NonNegativeNumber", "FiniteNumber", "Id", "StrictModel"]
+__all__ = ["MAX_MAGNITUDE", "finite", "PositiveNumber", "NonNegativeNumber", "FiniteNumber", "Id", "StrictModel"]
+
+
+#: the largest magnitude of a number in a document (costs, weights, coverage, budgets): far beyond any real
+#: data, and small enough that sums and products of them stay finite in every solver
+MAX_MAGNITUDE = 1e100
+
+
+def _in_range(f: float) -> float:
+    if abs(f) > MAX_MAGNITUDE:
+        raise ValueError(f"must be at most {MAX_MAGNITUDE:g} in magnitude (memaudit's largest number, so that "
+                         f"sums and products stay finite); got {f:g}")
+    return f
 
 
 def finite(v) -> float | None:
@@ -26,21 +38,21 @@ def _positive(v):
     f = finite(v)
     if f is None or f <= 0:
         raise ValueError("must be a finite number > 0")
-    return f
+    return _in_range(f)
 
 
 def _non_negative(v):
     f = finite(v)
     if f is None or f < 0:
         raise ValueError("must be a finite number >= 0")
-    return f
+    return _in_range(f)
 
 
 def _any_finite(v):
     f = finite(v)
     if f is None:
         raise ValueError("must be a finite number")
-    return f
+    return _in_range(f)
 
 
 PositiveNumber = Annotated[float, Field(gt=0), BeforeValidator(_positive)]
