@@ -76,7 +76,8 @@ def test_nesting_beyond_the_depth_limit(tmp_path):
     ok = "[" * MAX_DEPTH + "]" * MAX_DEPTH
     assert read_json(_write(tmp_path, ok, "ok.json")).data is not None
     deep = '{"meta": ' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}"
-    with pytest.raises(InputError, match=rf"meta(\[0\])+\[\.\.\.\] is nested more than {MAX_DEPTH} lists / objects deep"):
+    with pytest.raises(InputError, match=rf"meta(\[0\])+\[\.\.\.\] is nested more than {MAX_DEPTH} lists / "
+                                         "objects deep"):
         read_json(_write(tmp_path, deep))
 
 
@@ -93,6 +94,13 @@ def test_size_limit(tmp_path):
     with pytest.raises(InputError, match=r"doc\.json: 5\d{3} bytes, larger than the 4096 bytes memaudit reads"):
         read_json(p, max_bytes=4096)
     assert read_json(p, max_bytes=8192).data["text"] == "x" * 5000
+
+
+def test_too_many_values(tmp_path):
+    p = _write(tmp_path, "[" + ",".join(["1.5"] * 1001) + "]")
+    with pytest.raises(InputError, match=r"holds about 1,001 values \(commas\), more than the 1,000"):
+        parse_json(p.read_bytes(), max_values=1000)
+    assert len(read_json(p, max_values=2000).data) == 1001
 
 
 def test_too_many_containers(tmp_path):
@@ -204,62 +212,78 @@ def test_read_document_by_extension(tmp_path):
 # -- resource caps, measured in a fresh process -------------------------------------------
 
 _PROBE = """
-import sys, time
+import importlib, json, sys, time
 from memaudit.errors import MemauditError
-from {module} import {func}
 
 def status(key):
     with open("/proc/self/status") as fh:
         return next(int(line.split()[1]) for line in fh if line.startswith(key))
 
-with open("/proc/self/clear_refs", "w") as fh:  # reset the peak (VmHWM) to the current RSS
-    fh.write("5")
-before = status("VmRSS:")
-t = time.perf_counter()
-try:
-    {func}(sys.argv[1])
-    outcome = "accepted"
-except MemauditError as exc:
-    outcome = "error: " + str(exc)
-print(outcome.replace("\\n", " ")[:300])
-print((status("VmHWM:") - before) // 1024, round(time.perf_counter() - t, 2))
+for path, module, func in json.loads(sys.argv[1]):
+    load = getattr(importlib.import_module(module), func)
+    with open("/proc/self/clear_refs", "w") as fh:  # reset the peak (VmHWM) to the current RSS
+        fh.write("5")
+    before = status("VmRSS:")
+    t = time.perf_counter()
+    try:
+        load(path)
+        outcome = "accepted"
+    except MemauditError as exc:
+        outcome = "error: " + str(exc)
+    print(json.dumps([outcome[:300], (status("VmHWM:") - before) // 1024, round(time.perf_counter() - t, 2)]))
 """
 
 
-def _measure(path, module="memaudit.package", func="load_package"):
-    """(outcome, peak RSS in MiB above the RSS just before the call, seconds) of one call in a fresh process."""
-    code = _PROBE.format(module=module, func=func)
-    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)
+def _measure(cases):
+    """[(outcome, peak RSS in MiB above the RSS just before the call, seconds)] of each (path, module, function),
+    called one after the other in one fresh process."""
+    proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps([[str(p), m, f] for p, m, f in cases])],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    outcome, numbers = proc.stdout.strip().splitlines()
-    rss, seconds = numbers.split()
-    return outcome, int(rss), float(seconds)
+    return [tuple(json.loads(line)) for line in proc.stdout.strip().splitlines()]
 
 
-@pytest.mark.parametrize("name, content, match", [
-    ("deep-100k.json", "[" * 100_000 + "]" * 100_000, "nested more than 100 lists / objects deep"),
-    ("empty-lists-64MiB.json", "[" + "[]," * (64 * 2**20 // 3 - 2) + "[]]", "lists / objects, more than"),
-    ("meta-500-deep.json", '{"format": "memaudit-package/1", "meta": ' + "[" * 500 + "]" * 500 + "}",
+PACKAGE_LOADER = ("memaudit.package", "load_package")
+SCENARIO_LOADER = ("memaudit.harness.scenario", "load_scenario")
+
+#: (file name, content, loader, part of the one-line error) of each pathological input of the review
+PATHOLOGICAL = [
+    ("deep-100k.json", "[" * 100_000 + "]" * 100_000, PACKAGE_LOADER, "nested more than 100 lists / objects deep"),
+    ("meta-500-deep.json", '{"format": "memaudit-package/1", "meta": ' + "[" * 500 + "]" * 500 + "}", PACKAGE_LOADER,
      "nested more than 100"),
-    ("int-5000-digits.json", '{"budget": ' + "7" * 5000 + "}", "an integer of 5,000 digits"),
-])
-def test_pathological_json_is_refused_in_bounded_memory_and_time(tmp_path, name, content, match):
-    path = _write(tmp_path, content, name)
-    outcome, extra_mib, seconds = _measure(path)
-    assert outcome.startswith("error: ") and match in outcome, outcome
-    # the file itself is held once (64 MiB at most); parsing must not multiply it
-    assert extra_mib < 400, f"{name}: {extra_mib} MiB above the RSS before the call"
-    assert seconds < 10, f"{name}: {seconds} s"
+    ("int-5000-digits.json", '{"budget": ' + "7" * 5000 + "}", PACKAGE_LOADER, "an integer of 5,000 digits"),
+    ("laughs.yaml", _laughs(9), SCENARIO_LOADER, "aliases expand it"),
+    ("deep.yaml", "[" * 1000 + "]" * 1000, SCENARIO_LOADER, "nested more than 100"),
+    ("deep-block.yaml", "".join("  " * i + "- \n" for i in range(300)) + "  " * 300 + "- x\n", SCENARIO_LOADER,
+     "nested more than 100"),
+    ("zero", None, PACKAGE_LOADER, "is a character device"),
+]
+LARGE = [
+    ("empty-lists-64MiB.json", "[" + "[]," * (64 * 2**20 // 3 - 2) + "[]]", PACKAGE_LOADER,
+     "lists / objects, more than"),
+    ("floats-63MiB.json", "[" + ",".join(["1.5"] * (63 * 2**20 // 4)) + "]", ("memaudit.formats", "read_json"),
+     "values (commas), more than"),
+]
 
 
-def test_pathological_yaml_is_refused_in_bounded_memory_and_time(tmp_path):
-    for name, content, match in [("laughs.yaml", _laughs(9), "aliases expand it"),
-                                 ("deep.yaml", "[" * 1000 + "]" * 1000, "nested more than 100")]:
-        path = _write(tmp_path, content, name)
-        outcome, extra_mib, seconds = _measure(path, "memaudit.harness.scenario", "load_scenario")
-        assert outcome.startswith("error: ") and match in outcome, outcome
-        assert extra_mib < 100 and seconds < 10, (name, extra_mib, seconds)
+def _check_caps(tmp_path, cases, max_mib):
+    paths = []
+    for name, content, (module, func), _ in cases:
+        paths.append(("/dev/zero" if content is None else _write(tmp_path, content, name), module, func))
+    for (name, _, _, match), (outcome, extra_mib, seconds) in zip(cases, _measure(paths)):
+        assert outcome.startswith("error: ") and match in outcome, (name, outcome)
+        assert extra_mib < max_mib, f"{name}: {extra_mib} MiB above the RSS before the call"
+        assert seconds < 10, f"{name}: {seconds} s"
+
+
+def test_pathological_inputs_are_refused_in_bounded_memory_and_time(tmp_path):
+    _check_caps(tmp_path, PATHOLOGICAL, 50)
+
+
+@pytest.mark.slow
+def test_64_mib_inputs_are_refused_in_bounded_memory_and_time(tmp_path):
+    # the file is held once as bytes and once as text (128 MiB); parsing must not multiply it
+    _check_caps(tmp_path, LARGE, 200)
 
 
 # -- escaping -------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from .fields import FiniteNumber, Id, NonNegativeNumber, PositiveNumber
+from .fields import FiniteNonNegative, FiniteNumber, Id, NonNegativeNumber, PositiveNumber
 
 __all__ = ["CERTIFICATE_FORMAT", "CertifiedPackage", "RecordedResult", "Certificate"]
 
@@ -61,7 +61,7 @@ class Certificate(_Open):
     format: Literal["memaudit-certificate/1"]
     package: CertifiedPackage
     budget: NonNegativeNumber
-    budget_frac: NonNegativeNumber | None = None
+    budget_frac: FiniteNonNegative | None = None
     rtol: PositiveNumber | None = None
     opt: FiniteNumber
     store: CandidateIds

@@ -8,7 +8,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-__all__ = ["MAX_MAGNITUDE", "finite", "PositiveNumber", "NonNegativeNumber", "FiniteNumber", "Id", "StrictModel"]
+__all__ = ["MAX_MAGNITUDE", "finite", "PositiveNumber", "NonNegativeNumber", "FiniteNumber", "FiniteNonNegative", "Id",
+           "StrictModel"]
 
 
 #: the largest magnitude of a number in a document (costs, weights, coverage, budgets): far beyond any real
@@ -48,6 +49,13 @@ def _non_negative(v):
     return _in_range(f)
 
 
+def _finite_non_negative(v):
+    f = finite(v)
+    if f is None or f < 0:
+        raise ValueError("must be a finite number >= 0")
+    return f
+
+
 def _any_finite(v):
     f = finite(v)
     if f is None:
@@ -58,6 +66,8 @@ def _any_finite(v):
 PositiveNumber = Annotated[float, Field(gt=0), BeforeValidator(_positive)]
 NonNegativeNumber = Annotated[float, Field(ge=0), BeforeValidator(_non_negative)]
 FiniteNumber = Annotated[float, BeforeValidator(_any_finite)]
+#: a ratio checked elsewhere against the package (e.g. a certificate's budget_frac): finite, not bounded
+FiniteNonNegative = Annotated[float, Field(ge=0), BeforeValidator(_finite_non_negative)]
 Id = Annotated[str, Field(min_length=1)]
 
 

@@ -17,7 +17,7 @@ from ..errors import InputError
 from ..fileio import note_input
 
 __all__ = ["Document", "NonFinite", "read_bytes", "read_json", "read_yaml", "read_document", "parse_json",
-           "parse_yaml", "json_path", "MAX_BYTES", "MAX_DEPTH", "MAX_CONTAINERS", "MAX_INT_DIGITS",
+           "parse_yaml", "json_path", "MAX_BYTES", "MAX_DEPTH", "MAX_CONTAINERS", "MAX_VALUES", "MAX_INT_DIGITS",
            "MAX_YAML_BYTES", "MAX_ALIAS_NODES", "PIPE_IDLE_SECONDS"]
 
 #: largest input read, in bytes (64 MiB); a reader may pass its own ``max_bytes``
@@ -26,6 +26,8 @@ MAX_BYTES = 64 * 2**20
 MAX_DEPTH = 100
 #: most lists + objects in one document (each costs ~100 bytes of memory once parsed)
 MAX_CONTAINERS = 2_000_000
+#: most values (about: commas + 1) in one JSON document (each parsed number costs about 32 bytes)
+MAX_VALUES = 8_000_000
 #: most digits of one integer literal
 MAX_INT_DIGITS = 1000
 #: largest YAML input read, in bytes (8 MiB: the YAML parser is pure Python, about 1 MiB/s)
@@ -202,22 +204,35 @@ _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _BIG_EXPONENT = re.compile(rb"[eE][+]?0*\d{3}")
 
 
-def _json_depth(raw: bytes) -> int:
-    """Deepest nesting of a valid JSON text, at C speed: strings removed, then a running sum over the brackets."""
+_SINGLE_QUOTED = re.compile(rb"'[^']*'")
+
+
+def _json_depth(raw: bytes, yaml: bool = False) -> int:
+    """Deepest nesting of a valid JSON text, at C speed: strings removed, then a running sum over the brackets.
+
+    With ``yaml``, single-quoted strings are removed too; the result is then an estimate of the flow nesting
+    (a bracket inside a plain scalar counts), used only with a generous margin."""
     import numpy as np
 
-    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    stripped = _STRING.sub(b"", raw)
+    if yaml:
+        stripped = _SINGLE_QUOTED.sub(b"", stripped)
+    brackets = stripped.translate(None, _NOT_BRACKETS)
     if not brackets:
         return 0
     a = np.frombuffer(brackets, dtype=np.uint8)
     return int(np.cumsum(np.where((a == 0x5B) | (a == 0x7B), 1, -1).astype(np.int32)).max())
 
 
-def _limits(raw: bytes, source: str, error, max_containers: int) -> None:
+def _limits(raw: bytes, source: str, error, max_containers: int, max_values: int) -> None:
     n = _container_count(raw)
     if n > max_containers:
         raise error(f"{source}: holds about {n:,} lists / objects, more than the {max_containers:,} memaudit "
                     "reads in one document")
+    n = raw.count(b",") + 1
+    if n > max_values:
+        raise error(f"{source}: holds about {n:,} values (commas), more than the {max_values:,} memaudit reads "
+                    "in one document")
 
 
 # -- JSON -------------------------------------------------------------------------
@@ -245,13 +260,14 @@ def _int(s: str) -> int:
 
 
 def parse_json(raw: bytes, source: str = "<json>", *, what: str = "document", error=InputError,
-               max_depth: int = MAX_DEPTH, max_containers: int = MAX_CONTAINERS, nonfinite: str = "refuse"):
+               max_depth: int = MAX_DEPTH, max_containers: int = MAX_CONTAINERS, max_values: int = MAX_VALUES,
+               nonfinite: str = "refuse"):
     """Parse JSON bytes under the reader's rules (BOM accepted; duplicate keys, NaN literals unless
     ``nonfinite="mark"``, deep nesting, huge integers and too many containers refused)."""
     text = _text(raw, source, error)
     if not text.strip():
         raise error(f"{source}: the file is empty; expected a JSON {what}")
-    _limits(raw, source, error, max_containers)
+    _limits(raw, source, error, max_containers, max_values)
     literals: list[NonFinite] = []
 
     def constant(name: str) -> NonFinite:
@@ -287,7 +303,7 @@ def show_number(v) -> str:
 
 
 def read_json(path, *, what: str = "document", max_bytes: int = MAX_BYTES, error=InputError,
-              max_depth: int = MAX_DEPTH, max_containers: int = MAX_CONTAINERS,
+              max_depth: int = MAX_DEPTH, max_containers: int = MAX_CONTAINERS, max_values: int = MAX_VALUES,
               nonfinite: str = "refuse") -> Document:
     """Read ``path`` once and parse it as JSON: ``(data, raw_bytes, sha256)``.
 
@@ -308,7 +324,7 @@ def read_json(path, *, what: str = "document", max_bytes: int = MAX_BYTES, error
     source = os.fspath(path)
     raw = read_bytes(source, what=what, max_bytes=max_bytes, error=error)
     data = parse_json(raw, source, what=what, error=error, max_depth=max_depth, max_containers=max_containers,
-                      nonfinite=nonfinite)
+                      max_values=max_values, nonfinite=nonfinite)
     return Document(data, raw, hashlib.sha256(raw).hexdigest())
 
 
@@ -400,6 +416,9 @@ def parse_yaml(raw: bytes, source: str = "<yaml>", *, what: str = "document", er
     text = _text(raw, source, error)
     if not text.strip():
         raise error(f"{source}: the file is empty; expected a YAML {what}")
+    # PyYAML's scanner slows down with the square of the flow nesting: refuse the absurd before it starts
+    if _json_depth(raw, yaml=True) > 4 * max_depth:
+        raise error(f"{source}: nested more than {max_depth} lists / mappings deep, beyond what memaudit reads")
     loader = _yaml_loader()(text)
     try:
         data = loader.get_single_data()
