@@ -267,18 +267,21 @@ def inspect(package, budget, budget_frac, as_json):
 
 
 @main.command()
-@click.option("--format", "doc_format", type=click.Choice(["package", "certificate", "manifest", "run"]),
+@click.option("--format", "doc_format",
+              type=click.Choice(["package", "certificate", "manifest", "scenario", "run"]),
               default="package", show_default=True,
               help="Which document: package (memaudit-package/1), certificate (memaudit-certificate/1), "
-                   "manifest (memaudit-manifest/1) or run (memaudit-harness-run/1).")
+                   "manifest (memaudit-manifest/1), scenario (memaudit-scenario/1) or run "
+                   "(memaudit-harness-run/1).")
 @click.option("-o", "--output", type=click.Path(), default=None, metavar="FILE",
               help="Write the schema to FILE instead of stdout.")
 def schema(doc_format, output):
     """Print the JSON Schema of a memaudit document format (default: the package format)."""
     from .formats.certificate import Certificate
     from .formats.documents import Manifest, RunDocument
+    from .formats.scenario import ScenarioFile
 
-    models = {"certificate": Certificate, "manifest": Manifest, "run": RunDocument}
+    models = {"certificate": Certificate, "manifest": Manifest, "scenario": ScenarioFile, "run": RunDocument}
     data = package_json_schema() if doc_format == "package" else models[doc_format].model_json_schema()
     if output is None:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))

@@ -123,9 +123,9 @@ def test_control_characters_from_the_input_are_escaped(runner, pkg_path, tmp_pat
 
 def test_schema_formats(runner):
     titles = {}
-    for fmt in ("package", "certificate", "manifest", "run"):
+    for fmt in ("package", "certificate", "manifest", "scenario", "run"):
         res = run(runner, "schema", "--format", fmt)
         assert res.exit_code == EXIT_OK, res.output
         titles[fmt] = json.loads(res.stdout)["title"]
     assert titles == {"package": "Package", "certificate": "Certificate", "manifest": "Manifest",
-                      "run": "RunDocument"}
+                      "scenario": "ScenarioFile", "run": "RunDocument"}

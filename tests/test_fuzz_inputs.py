@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from memaudit.certificate import build_certificate, load_certificate, verify_certificate
 from memaudit.errors import MemauditError
+from memaudit.formats.scenario import ScenarioFile
 from memaudit.harness.scenario import load_scenario
 from memaudit.package import compile_package, load_package, summarize
 from memaudit.solve import solve_package
@@ -202,10 +203,29 @@ def test_certificate_mutants_never_verify_a_wrong_optimum(data):
 SCENARIO_DOC = yaml.safe_load(SCENARIO.read_text(encoding="utf-8"))
 
 
+def _scenario_and_model_agree(text, name):
+    """A scenario the loader accepts also fits ScenarioFile (the model behind ``schema --format scenario``)."""
+    scenario, _ = _write_and_load(text, name, load_scenario)
+    if scenario is not None:
+        data = yaml.safe_load(text) if name.endswith(".yaml") else json.loads(text.lstrip("\ufeff"))
+        ScenarioFile.model_validate(data)
+
+
+def test_scenario_model_states_the_loaders_constants():
+    from typing import get_args
+
+    from memaudit.harness.scenario import FACT_TYPES, MAX_SESSIONS
+
+    assert get_args(ScenarioFile.model_fields["facts"].annotation.__args__[0].model_fields["type"].annotation) \
+        == FACT_TYPES
+    assert any(getattr(m, "le", None) == MAX_SESSIONS for m in ScenarioFile.model_fields["n_sessions"].metadata)
+    ScenarioFile.model_validate(SCENARIO_DOC)
+
+
 @FUZZ
 @given(serialized(SCENARIO_DOC))
 def test_scenario_mutants_as_json_load_or_fail_in_one_line(text):
-    _write_and_load(text, "scenario.json", load_scenario)
+    _scenario_and_model_agree(text, "scenario.json")
 
 
 @FUZZ
@@ -218,4 +238,4 @@ def test_scenario_mutants_as_yaml_load_or_fail_in_one_line(doc, op):
         text = text.replace("meta: {}", "meta: {d: " + "[" * 300 + "]" * 300 + "}")
     elif op == "dup":
         text = text + "id: again\n"
-    _write_and_load(text, "scenario.yaml", load_scenario)
+    _scenario_and_model_agree(text, "scenario.yaml")
