@@ -35,7 +35,7 @@ MAX_YAML_BYTES = 8 * 2**20
 #: most nodes YAML aliases may add to a document when expanded (billion-laughs guard)
 MAX_ALIAS_NODES = 100_000
 #: longest wait, in seconds, for the next bytes from a pipe (a named pipe with no writer sends none)
-PIPE_IDLE_SECONDS = 10.0
+PIPE_IDLE_SECONDS = 30.0
 
 
 class Document(NamedTuple):

@@ -129,7 +129,7 @@ def build_set(name: str, root, *, force: bool = False, allow_rewrite: bool = Fal
 
     from ..certificate import solver_versions, write_json
     from ..fileio import atomic_write
-    from ..package import load_package, package_sha256, package_to_dict
+    from ..package import load_package, loaded_sha256, package_to_dict
     from . import GENERATOR_VERSION, GENERATORS, generate
     from .. import __version__
 
@@ -178,7 +178,7 @@ def build_set(name: str, root, *, force: bool = False, allow_rewrite: bool = Fal
             seed = prev.get("seed") if prev is not None else pkg.meta.get("seed")
             raise ManifestError(f"{path}: a generated package ({gen}, seed {seed}) that set {name!r} no longer "
                                 "lists; delete it (only hand-built packages are kept beside the generated ones)")
-        entries.append((path.name, package_sha256(path), pkg,
+        entries.append((path.name, loaded_sha256(pkg), pkg,
                         {"generator": "hand-built", "generator_version": None, "seed": None, "params": None}, None))
 
     packages = []
