@@ -11,7 +11,6 @@ certified OPT of the same package without tombstone and compound_update candidat
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from pathlib import Path
@@ -279,4 +278,6 @@ def load_manifest(directory) -> dict:
 
 
 def _is_number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    from ..formats.fields import finite
+
+    return finite(x) is not None
