@@ -200,8 +200,8 @@ def verify(package, cert, backend, time_limit, as_json, verbose):
     """Re-check certificate CERT against PACKAGE without trusting it.
 
     Re-reads the package and compares its sha256, maps the store ids to candidates, checks
-    feasibility at the certificate's budget, re-evaluates the store and re-solves with the
-    back-end.  Exit code 0 when every check passes, 3 when one fails, 1 on bad input.
+    feasibility at the certificate's budget, re-evaluates the store, checks that certified: true
+    is supported by the recorded results, and re-solves with the back-end.  Exit code 0 when every check passes, 3 when one fails, 1 on bad input.
     """
     data = load_certificate(cert)
     say = progress_printer(verbose)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -126,3 +127,17 @@ def test_malformed_certificates_are_one_line(solved, tmp_path, edit, match):
 def test_certificate_with_extra_fields_still_loads(solved, tmp_path):
     p = _write(tmp_path, json.dumps(dict(solved[1], store_rows=[], uncovered_units=[])))
     assert load_certificate(p)["opt"] == 8.5
+
+
+def test_a_package_replaced_after_loading_keeps_the_hash_of_what_was_solved(tmp_path):
+    path = tmp_path / "pkg.json"
+    shutil.copyfile(QUICKSTART, path)
+    solved_bytes = path.read_bytes()
+    pkg = load_package(path)
+    report = solve_package(pkg, budget=20.0, method="bnb", backend="none")
+    data = json.loads(solved_bytes)
+    data["units"][0]["weight"] = 5.0
+    path.write_text(json.dumps(data))  # replaced mid-solve
+    cert = build_certificate(report, path)
+    assert cert["package"]["sha256"] == hashlib.sha256(solved_bytes).hexdigest() != package_sha256(path)
+    assert _outcomes(verify_certificate(path, cert, backend="none"))["package sha256"] == "fail"

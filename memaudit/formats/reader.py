@@ -314,11 +314,11 @@ def read_json(path, *, what: str = "document", max_bytes: int = MAX_BYTES, error
     Examples
     --------
     >>> import tempfile, os
-    >>> with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
-    ...     _ = fh.write('{"a": [1, 2]}')
-    >>> doc = read_json(fh.name, what="example")
-    >>> doc.data, doc.sha256[:12]
-    ({'a': [1, 2]}, '2a1d2e9f3d4c')
+    >>> with tempfile.NamedTemporaryFile("wb", suffix=".json", delete=False) as fh:
+    ...     _ = fh.write(b'{"a": [1, 2]}')
+    >>> data, raw, sha256 = read_json(fh.name, what="example")
+    >>> data, raw, sha256 == hashlib.sha256(b'{"a": [1, 2]}').hexdigest()
+    ({'a': [1, 2]}, b'{"a": [1, 2]}', True)
     >>> os.unlink(fh.name)
     """
     source = os.fspath(path)
