@@ -14,8 +14,9 @@ a ValidationError into one line with :func:`validation_message`.
 """
 
 from .reader import (MAX_ALIAS_NODES, MAX_BYTES, MAX_CONTAINERS, MAX_DEPTH, MAX_INT_DIGITS, MAX_VALUES,
-                     MAX_YAML_BYTES, PIPE_IDLE_SECONDS, Document, NonFinite, json_path, parse_json, parse_yaml,
-                     read_bytes, read_document, read_json, read_yaml)
+                     MAX_YAML_BYTES, PIPE_IDLE_SECONDS, Document, NonFinite, json_path, parse_json, read_bytes,
+                     read_json)
+from .yamlfile import parse_yaml, read_document, read_yaml
 from .translate import describe, escape_control, json_kind, more, show, validation_message, where
 
 __all__ = ["Document", "NonFinite", "read_bytes", "read_json", "read_yaml", "read_document", "parse_json",
