@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench notebooks venv clean
+.PHONY: demo test bench notebooks fuzz venv clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,9 @@ test: $(STAMP)
 
 notebooks: $(STAMP)
 	$(BIN)/python scripts/run_notebooks.py
+
+fuzz: $(STAMP)
+	MEMAUDIT_FUZZ_EXAMPLES=2000 $(BIN)/python -m pytest -q tests/test_fuzz_inputs.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_exact.py

@@ -14,17 +14,19 @@ from memaudit_solvers import Declined, evaluate, is_feasible
 from memaudit_solvers.certify import CERT_RTOL
 from memaudit_solvers.objective import infeasibility, total_cost
 
+from pydantic import ValidationError
+
 from . import __version__
 from .errors import CertificateError
 from .fileio import atomic_write
-from .package import compile_package, load_package, package_sha256, stream_cost
+from .formats.certificate import CERTIFICATE_FORMAT, Certificate
+from .formats.reader import read_json
+from .formats.translate import json_kind, show, validation_message
+from .package import compile_package, load_package, loaded_sha256, package_sha256, stream_cost
 from .solve import SolveReport, declined_message, method_time_limit, resolve_backend, run_solver
 
 __all__ = ["CERTIFICATE_FORMAT", "build_certificate", "write_certificate", "write_json", "load_certificate",
            "verify_certificate", "VerifyReport", "Check", "jsonable", "solver_versions"]
-
-#: the certificate format version this module writes and reads
-CERTIFICATE_FORMAT = "memaudit-certificate/1"
 
 
 def jsonable(v):
@@ -88,7 +90,8 @@ def build_certificate(report: SolveReport, package_path, budget_frac: float | No
         "format": CERTIFICATE_FORMAT,
         "memaudit_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "package": {"path": path, "id": report.package.id, "sha256": package_sha256(path),
+        "package": {"path": path, "id": report.package.id,
+                    "sha256": loaded_sha256(report.package, path) or package_sha256(path),
                     "cost_model": report.package.cost_model},
         "budget": report.budget,
     }
@@ -122,78 +125,33 @@ def write_certificate(cert: dict, path) -> None:
 
 # -- reading ------------------------------------------------------------------
 
-def _number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _check_shape(cert, source: str) -> None:
-    def bad(field_, rule, got):
-        shown = json.dumps(got) if not isinstance(got, str) else repr(got)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        raise CertificateError(f"{source}: {field_} {rule}; got {shown}")
-
+def _check_shape(cert, source: str) -> Certificate:
     if not isinstance(cert, dict):
         raise CertificateError(f"{source}: a certificate must be a JSON object at the top level; "
-                               f"got {type(cert).__name__}")
+                               f"got {json_kind(cert)}")
     if cert.get("format") != CERTIFICATE_FORMAT:
-        bad("format", f"must be {CERTIFICATE_FORMAT!r}, the only certificate format this memaudit reads",
-            cert.get("format"))
-    for key in ("package", "budget", "opt", "store", "certified", "results"):
-        if key not in cert:
-            raise CertificateError(f"{source}: {key} is required in a {CERTIFICATE_FORMAT} certificate")
-    pkg = cert["package"]
-    if not isinstance(pkg, dict):
-        bad("package", "must be an object with id and sha256", pkg)
-    for key in ("id", "sha256"):
-        if not isinstance(pkg.get(key), str) or not pkg.get(key):
-            bad(f"package.{key}", "must be a non-empty string", pkg.get(key))
-    if not _number(cert["budget"]) or cert["budget"] < 0:
-        bad("budget", "must be a finite number >= 0", cert["budget"])
-    if "budget_frac" in cert and (not _number(cert["budget_frac"]) or cert["budget_frac"] < 0):
-        bad("budget_frac", "must be a finite number >= 0", cert["budget_frac"])
-    if not _number(cert["opt"]):
-        bad("opt", "must be a finite number", cert["opt"])
-    if not isinstance(cert["store"], list) or not all(isinstance(x, str) for x in cert["store"]):
-        bad("store", "must be a list of candidate ids (strings)", cert["store"])
-    if "reasons" in cert and (not isinstance(cert["reasons"], list)
-                              or not all(isinstance(x, str) for x in cert["reasons"])):
-        bad("reasons", "must be a list of strings", cert["reasons"])
-    if not isinstance(cert["certified"], bool):
-        bad("certified", "must be true or false", cert["certified"])
-    if "rtol" in cert and (not _number(cert["rtol"]) or cert["rtol"] <= 0):
-        bad("rtol", "must be a finite number > 0", cert["rtol"])
-    if not isinstance(cert["results"], list):
-        bad("results", "must be a list", cert["results"])
+        raise CertificateError(f"{source}: format must be {CERTIFICATE_FORMAT!r}, the only certificate format "
+                               f"this memaudit reads; got {show(cert.get('format'))}")
+    try:
+        return Certificate.model_validate(cert)
+    except ValidationError as exc:
+        raise CertificateError(validation_message(exc, cert, Certificate, source, "the certificate")) from None
 
 
 def load_certificate(path) -> dict:
     """Read a certificate file and check its format and shape (not its claims: see :func:`verify_certificate`).
 
+    The file is read once through :func:`memaudit.formats.read_json` (size limit, duplicate keys and
+    NaN literals refused, ...) and checked against :class:`memaudit.formats.certificate.Certificate`.
+
     Raises
     ------
     CertificateError
-        One line naming the file and the problem.
+        One line naming the file, the field, the rule and the value received.
     """
-    source = os.fspath(path)
-    try:
-        with open(source, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise CertificateError(f"{source}: no such file") from None
-    except OSError as exc:
-        raise CertificateError(f"{source}: cannot read the file: {exc.strerror or exc}") from None
-    try:
-        cert = json.loads(raw.decode("utf-8-sig"), parse_constant=lambda c: c)
-    except UnicodeDecodeError:
-        raise CertificateError(f"{source}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise CertificateError(f"{source}: not valid JSON: {exc.msg} at line {exc.lineno} "
-                               f"column {exc.colno}") from None
-    except RecursionError:
-        raise CertificateError(f"{source}: JSON nested too deeply to be a certificate") from None
-    _check_shape(cert, source)
-    return cert
+    data = read_json(path, what="certificate", error=CertificateError).data
+    _check_shape(data, os.fspath(path))
+    return data
 
 
 # -- verifying ------------------------------------------------------------------
@@ -245,6 +203,47 @@ def _close(a: float, b: float, rtol: float) -> bool:
     return abs(a - b) <= rtol * max(1.0, abs(a), abs(b))
 
 
+def _recorded_problems(cert: Certificate, compiled, budget: float, rtol: float) -> list[str]:
+    """Why ``certified: true`` is not supported by the certificate's own records (empty when it is):
+    status, reasons, the method's and the back-end's results (both proved optimal, values agreeing
+    with opt, each store feasible and re-evaluating to its recorded value)."""
+    problems = []
+    if cert.status != "certified":
+        problems.append(f"status is {show(cert.status)}, not 'certified'")
+    if cert.reasons:
+        problems.append(f"reasons are recorded ({show(cert.reasons[0])}...)")
+    if cert.rtol is not None and cert.rtol > CERT_RTOL:
+        problems.append(f"rtol {cert.rtol:g} is looser than memaudit's {CERT_RTOL:g}")
+    if not cert.method or not cert.backend or cert.method == cert.backend:
+        problems.append(f"method {show(cert.method)} and backend {show(cert.backend)} must be two different "
+                        "solvers")
+    by_method = {r.method: r for r in cert.results}
+    known = set(compiled.candidate_ids)
+    for name in dict.fromkeys(n for n in (cert.method, cert.backend) if n):
+        r = by_method.get(name)
+        if r is None:
+            problems.append(f"no recorded result of {show(name)}")
+            continue
+        if r.status != "optimal":
+            problems.append(f"{name} recorded status {show(r.status)}, not optimal")
+        if not _close(r.value, cert.opt, rtol):
+            problems.append(f"{name} recorded value {r.value:.10g}, not opt {cert.opt:.10g}")
+        bad = [c for c in r.chosen if c not in known]
+        if bad or len(set(r.chosen)) != len(r.chosen):
+            problems.append(f"{name}'s recorded store " + (f"names {show(bad[0])}, not a candidate" if bad
+                                                            else "lists a candidate twice"))
+            continue
+        if name == cert.method and sorted(r.chosen) != sorted(cert.store):
+            problems.append(f"the store is not the store {name} recorded")
+        idx = compiled.indices(r.chosen)
+        if not is_feasible(compiled.problem, idx, budget):
+            problems.append(f"{name}'s recorded store is infeasible: {infeasibility(compiled.problem, idx, budget)}")
+        value = evaluate(compiled.problem, idx)
+        if not _close(value, r.value, rtol):
+            problems.append(f"{name}'s recorded store evaluates to {value:.10g}, not its recorded {r.value:.10g}")
+    return problems
+
+
 def verify_certificate(package_path, cert, *, backend: str | None = "milp-highs",
                        time_limit: float | None = None) -> VerifyReport:
     """Re-check a certificate against its package, trusting nothing the certificate says.
@@ -267,21 +266,22 @@ def verify_certificate(package_path, cert, *, backend: str | None = "milp-highs"
     """
     if not isinstance(cert, dict):
         cert = load_certificate(cert)
+        model = Certificate.model_validate(cert)
     else:
-        _check_shape(cert, "<certificate>")
+        model = _check_shape(cert, "<certificate>")
     path = os.fspath(package_path)
     backend = resolve_backend(backend)
     time_limit = method_time_limit(time_limit)
     rtol = CERT_RTOL
     report = VerifyReport(path, backend)
 
-    sha = package_sha256(path)
+    pkg = load_package(path)
+    sha = loaded_sha256(pkg)
     recorded_sha = cert["package"]["sha256"]
     report.add("package sha256", sha == recorded_sha,
                f"file {sha[:16]}... matches the certificate" if sha == recorded_sha else
-               f"file has sha256 {sha}, the certificate records {recorded_sha}: the package changed "
+               f"file has sha256 {sha}, the certificate records {show(recorded_sha)}: the package changed "
                "after certification (or is another package)")
-    pkg = load_package(path)
     ok_id = pkg.id == cert["package"]["id"]
     report.add("package id", ok_id, f"{pkg.id!r}" if ok_id else
                f"package id is {pkg.id!r}, the certificate records {cert['package']['id']!r}")
@@ -325,6 +325,12 @@ def verify_certificate(package_path, cert, *, backend: str | None = "milp-highs"
     report.add("claimed certified", claimed, "the certificate records certified: true" if claimed else
                "the certificate itself records that it is not certified: "
                + ("; ".join(map(str, cert.get("reasons") or [])) or "no reason given"))
+    if claimed:
+        problems = _recorded_problems(model, compiled, budget, rtol)
+        report.add("recorded results", not problems,
+                   "; ".join(problems) if problems else
+                   f"{model.method} and {model.backend} both recorded proved optimal at {opt:.10g}, "
+                   "each store re-evaluates to its value")
 
     if backend is None:
         report.add("optimum", None, "skipped on request (back-end 'none')")

@@ -32,10 +32,11 @@ from . import __version__
 from .certificate import build_certificate, load_certificate, verify_certificate, write_certificate, write_json
 from .baselines import DEFAULT_METHODS, method_settings, parse_methods, score_methods
 from .baselines import compare as compare_methods
-from .clitools import budget_options, check_budget_flags, check_fraction, num, pct, plural, progress_printer, same_file, table_lines
-from .errors import MemauditError
+from .clitools import (budget_options, check_budget_flags, check_fraction, num, pct, plural, progress_printer,
+                       safe, safe_echo, same_file, table_lines)
 from .coupling import coupling_report
-from .fileio import atomic_write
+from .errors import MemauditError
+from .fileio import atomic_write, guard_inputs
 from .report import csv_text, plot_ratios
 from .generators.density_trap import MAX_K as MAX_TRAP_K
 from .generators.density_trap import TOPICS as TRAP_TOPICS
@@ -59,7 +60,7 @@ DEFAULT_BACKEND_TIME_LIMIT = 300.0
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
+    return safe(" ".join(str(exc).split()))
 
 
 class _Group(click.Group):
@@ -67,7 +68,8 @@ class _Group(click.Group):
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            with guard_inputs():
+                return super().invoke(ctx)
         except MemauditError as exc:
             click.echo(f"error: {_one_line(exc)}", err=True)
             ctx.exit(EXIT_BAD_INPUT)
@@ -103,7 +105,7 @@ def _print_solve(report) -> None:
     shown = report.best_result
     unit = COST_MODEL_UNITS[pkg.cost_model]
     total = stream_cost(pkg)
-    echo = click.echo
+    echo = safe_echo
     echo(f"package {pkg.id}: {plural(len(pkg.experiences), 'experience')}, "
          f"{plural(len(pkg.candidates), 'candidate')}, {plural(len(pkg.units), 'unit')}; "
          f"cost model {pkg.cost_model}")
@@ -242,8 +244,8 @@ def verify(package, cert, backend, time_limit, as_json, verbose):
     """Re-check certificate CERT against PACKAGE without trusting it.
 
     Re-reads the package and compares its sha256, maps the store ids to candidates, checks
-    feasibility at the certificate's budget, re-evaluates the store and re-solves with the
-    back-end.  Exit code 0 when every check passes, 3 when one fails, 1 on bad input.
+    feasibility at the certificate's budget, re-evaluates the store, checks that certified: true
+    is supported by the recorded results, and re-solves with the back-end.  Exit code 0 when every check passes, 3 when one fails, 1 on bad input.
     """
     data = load_certificate(cert)
     say = progress_printer(verbose)
@@ -253,10 +255,10 @@ def verify(package, cert, backend, time_limit, as_json, verbose):
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
-        click.echo(f"verifying {cert} against {package}")
+        safe_echo(f"verifying {cert} against {package}")
         width = max(len(c.name) for c in report.checks)
         for c in report.checks:
-            click.echo(f"  {c.outcome.upper():4}  {c.name.ljust(width)}  {c.detail}")
+            safe_echo(f"  {c.outcome.upper():4}  {c.name.ljust(width)}  {c.detail}")
         click.echo(f"verdict: {report.verdict}")
     click.get_current_context().exit(EXIT_OK if report.passed else EXIT_NOT_CERTIFIED)
 
@@ -280,7 +282,7 @@ def validate(packages):
             click.echo(f"error: {_one_line(exc)}", err=True)
             failed = True
             continue
-        click.echo(f"ok: {path} ({len(pkg.experiences)} experiences, {len(pkg.candidates)} candidates, "
+        safe_echo(f"ok: {path} ({len(pkg.experiences)} experiences, {len(pkg.candidates)} candidates, "
                    f"{len(pkg.units)} units, {len(pkg.queries)} queries)")
     click.get_current_context().exit(EXIT_BAD_INPUT if failed else EXIT_OK)
 
@@ -317,7 +319,7 @@ def inspect(package, budget, budget_frac, as_json):
         click.echo(json.dumps(dict(s, coupling=coupling.to_dict()), indent=2, ensure_ascii=False))
         return
     unit = COST_MODEL_UNITS[pkg.cost_model]
-    echo = click.echo
+    echo = safe_echo
     echo(f"package {s['id']} ({s['format']}), cost model {s['cost_model']} (costs from {s['cost_source']})")
     echo(f"{s['n_experiences']} experiences, {s['n_candidates']} candidates, {s['n_units']} units, "
          f"{s['n_queries']} queries")
@@ -336,11 +338,22 @@ def inspect(package, budget, budget_frac, as_json):
 
 
 @main.command()
+@click.option("--format", "doc_format",
+              type=click.Choice(["package", "certificate", "manifest", "scenario", "run"]),
+              default="package", show_default=True,
+              help="Which document: package (memaudit-package/1), certificate (memaudit-certificate/1), "
+                   "manifest (memaudit-manifest/1), scenario (memaudit-scenario/1) or run "
+                   "(memaudit-harness-run/1).")
 @click.option("-o", "--output", type=click.Path(), default=None, metavar="FILE",
               help="Write the schema to FILE instead of stdout.")
-def schema(output):
-    """Print the JSON Schema of the package format (memaudit-package/1)."""
-    data = package_json_schema()
+def schema(doc_format, output):
+    """Print the JSON Schema of a memaudit document format (default: the package format)."""
+    from .formats.certificate import Certificate
+    from .formats.documents import Manifest, RunDocument
+    from .formats.scenario import ScenarioFile
+
+    models = {"certificate": Certificate, "manifest": Manifest, "scenario": ScenarioFile, "run": RunDocument}
+    data = package_json_schema() if doc_format == "package" else models[doc_format].model_json_schema()
     if output is None:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:

@@ -7,7 +7,16 @@ import sys
 
 import click
 
-__all__ = ["num", "pct", "plural", "budget_options", "check_budget_flags", "check_fraction", "progress_printer", "same_file", "table_lines"]
+from .formats.translate import escape_control as safe
+
+__all__ = ["safe", "safe_echo", "num", "pct", "plural", "budget_options", "check_budget_flags", "check_fraction",
+           "progress_printer", "same_file", "table_lines"]
+
+
+def safe_echo(line="", err: bool = False) -> None:
+    """``click.echo`` of ``line`` with control characters escaped (:func:`safe`): use it for every line that
+    holds text read from an input (ids, paths, texts), so an input cannot drive the terminal."""
+    click.echo(safe(str(line)), err=err)
 
 
 def num(x: float) -> str:

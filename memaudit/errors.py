@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["MemauditError", "PackageError", "BudgetError", "MethodError", "CertificateError"]
+__all__ = ["MemauditError", "InputError", "PackageError", "BudgetError", "MethodError", "CertificateError"]
 
 
 class MemauditError(Exception):
     """Base of every error caused by the user's input; the CLI prints it as one line."""
+
+
+class InputError(MemauditError, ValueError):
+    """An input file cannot be read as a document: missing, not a regular file or pipe, too large,
+    not UTF-8, not valid JSON / YAML, or beyond a limit of :mod:`memaudit.formats`."""
 
 
 class PackageError(MemauditError, ValueError):

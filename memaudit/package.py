@@ -1,402 +1,41 @@
-"""MEMAUDIT packages: the pydantic model, load / save, budgets, and compilation to a memaudit_solvers.Problem."""
+"""MEMAUDIT packages: load / save, budgets, and compilation to a memaudit_solvers.Problem.
+
+The models of the format live in :mod:`memaudit.formats.package` and are re-exported here."""
 
 from __future__ import annotations
 
-import difflib
 import functools
 import hashlib
 import json
 import math
-import numbers
 import os
+import weakref
 from collections import Counter
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Union, get_args
 
 import numpy as np
 import scipy.sparse as sp
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError,
-                      field_validator, model_validator)
+from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from memaudit_solvers import Problem, ProblemError
 from memaudit_solvers.problem import breakpoint_pieces, min_cap_pieces
 
-from .costs import COST_MODEL_UNITS, COST_MODELS, cost_of
-from .fileio import atomic_write
+from .costs import COST_MODEL_UNITS, cost_of
 from .errors import BudgetError, PackageError
+from .fileio import atomic_write
+from .formats.fields import MAX_MAGNITUDE, finite
+from .formats.package import (CANDIDATE_KINDS, COMMON_UNIT_KINDS, FORMAT, Candidate, Experience, HBreakpoints, HCap,
+                              Package, Query, Unit)
+from .formats.reader import parse_json, read_bytes
+from .formats.translate import json_kind as _json_kind
+from .formats.translate import show as _show
+from .formats.translate import validation_message
 
 __all__ = ["FORMAT", "CANDIDATE_KINDS", "COMMON_UNIT_KINDS", "Experience", "Unit", "HCap", "HBreakpoints",
            "Candidate", "Query", "Package", "Compiled", "load_package", "package_from_dict", "save_package",
            "package_to_dict", "package_sha256", "candidate_costs", "stream_cost", "resolve_budget", "compile_package",
-           "package_json_schema", "summarize"]
-
-#: the package format version this module reads and writes
-FORMAT = "memaudit-package/1"
-
-#: every candidate kind, in the order used by reports
-CANDIDATE_KINDS = ("raw", "fact", "update", "tombstone", "compound_update", "summary", "external")
-
-#: the usual unit kinds; any string is allowed
-COMMON_UNIT_KINDS = ("current", "detail", "procedure", "validity", "interval", "preference", "identity")
-
-CostModelName = Literal["words", "chars", "bytes", "tokens", "byte-overhead"]
-CandidateKind = Literal["raw", "fact", "update", "tombstone", "compound_update", "summary", "external"]
-assert set(get_args(CostModelName)) == set(COST_MODELS)
-assert get_args(CandidateKind) == CANDIDATE_KINDS
-
-
-# -- scalar rules -----------------------------------------------------------
-
-class _NonFiniteLiteral:
-    """What a JSON ``NaN`` / ``Infinity`` / ``-Infinity`` literal parses to: not a number, so it is
-    rejected by the field it sits in, with that field's path in the message."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-def _finite(v) -> float | None:
-    """``float(v)`` when ``v`` is a finite real number (not a bool), else None."""
-    if isinstance(v, bool) or not isinstance(v, numbers.Real):
-        return None
-    try:
-        f = float(v)
-    except OverflowError:
-        return None
-    return f if math.isfinite(f) else None
-
-
-def _positive(v):
-    f = _finite(v)
-    if f is None or f <= 0:
-        raise ValueError("must be a finite number > 0")
-    return f
-
-
-def _non_negative(v):
-    f = _finite(v)
-    if f is None or f < 0:
-        raise ValueError("must be a finite number >= 0")
-    return f
-
-
-PositiveNumber = Annotated[float, Field(gt=0), BeforeValidator(_positive)]
-NonNegativeNumber = Annotated[float, Field(ge=0), BeforeValidator(_non_negative)]
-Id = Annotated[str, Field(min_length=1)]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-# -- h: the concave saturation of a unit ------------------------------------
-
-class HCap(_Model):
-    """``h(z) = min(cap, z)``."""
-
-    cap: PositiveNumber
-
-
-class HBreakpoints(_Model):
-    """Concave, non-decreasing piecewise-linear ``h`` through (0, 0) and the breakpoints
-    ``[z, h(z)]`` (z strictly increasing, > 0), constant after the last one."""
-
-    breakpoints: list[tuple[float, float]] = Field(min_length=1)
-
-
-_H_RULE = ('must be "min1", {"cap": c} with c a finite number > 0, or {"breakpoints": [[z, h(z)], ...]}'
-           " describing a concave, non-decreasing h with h(0) = 0")
-
-
-def _check_h(v):
-    if isinstance(v, (HCap, HBreakpoints)):
-        v = v.model_dump()
-    if v == "min1":
-        return v
-    if isinstance(v, dict) and set(v) == {"cap"}:
-        if (c := _finite(v["cap"])) is None or c <= 0:
-            raise ValueError("cap must be a finite number > 0")
-        return {"cap": c}
-    if isinstance(v, dict) and set(v) == {"breakpoints"}:
-        pts = v["breakpoints"]
-        if not isinstance(pts, (list, tuple)) or not pts:
-            raise ValueError("breakpoints must be a non-empty list of [z, h(z)] pairs")
-        pairs = []
-        for pt in pts:
-            if not (isinstance(pt, (list, tuple)) and len(pt) == 2) or None in (zv := [_finite(x) for x in pt]):
-                raise ValueError("each breakpoint must be a pair [z, h(z)] of finite numbers")
-            pairs.append(zv)
-        try:
-            breakpoint_pieces(pairs)
-        except ProblemError as exc:
-            raise ValueError(f"breakpoints must describe a concave, non-decreasing h with h(0) = 0 ({exc})") from None
-        return {"breakpoints": pairs}
-    raise ValueError(_H_RULE)
-
-
-HSpec = Annotated[Union[Literal["min1"], HCap, HBreakpoints], BeforeValidator(_check_h)]
-
-
-# -- the records ------------------------------------------------------------
-
-class Experience(_Model):
-    """One item of the frozen stream."""
-
-    id: Id
-    time: str | None = None
-    session: Annotated[int, Strict()] | None = None
-    text: str
-
-
-class Unit(_Model):
-    """One evidence unit: a piece of value a future query needs."""
-
-    id: Id
-    kind: str = Field(description="free string; usually one of " + ", ".join(COMMON_UNIT_KINDS))
-    weight: PositiveNumber
-    text: str = ""
-    h: HSpec = Field(default="min1", description='"min1", {"cap": c} or {"breakpoints": [[z, h(z)], ...]}')
-    aliases: list[str] = Field(default_factory=list)
-
-
-class Candidate(_Model):
-    """One way to store an experience."""
-
-    id: Id
-    experience: Id
-    kind: CandidateKind
-    text: str = ""
-    cost: PositiveNumber | None = Field(default=None, description="omitted: computed from text under cost_model")
-    coverage: dict[str, NonNegativeNumber] = Field(default_factory=dict, description="unit id -> a[u, r] >= 0")
-
-
-class Query(_Model):
-    """A future question; the units it requires give them their value."""
-
-    id: Id
-    text: str
-    answer: str | None = None
-    requires: list[Id]
-    weight: PositiveNumber = 1.0
-
-
-class Package(_Model):
-    """A MEMAUDIT package (``"format": "memaudit-package/1"``); see DESIGN.md "Package format"."""
-
-    format: Literal["memaudit-package/1"]
-    id: Id
-    cost_model: CostModelName
-    cost_source: Literal["text", "given"] = "text"
-    budget: NonNegativeNumber | None = None
-    experiences: list[Experience]
-    units: list[Unit]
-    candidates: list[Candidate]
-    queries: list[Query] = Field(default_factory=list)
-    meta: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("experiences", "units", "candidates")
-    @classmethod
-    def _non_empty(cls, v, info):
-        if not v:
-            raise ValueError(f"must not be empty: a package needs at least one {info.field_name[:-1]}")
-        return v
-
-    @model_validator(mode="after")
-    def _check_cross_references(self):
-        problems = _cross_reference_problems(self)
-        if problems:
-            raise ValueError(problems[0] + _more(len(problems) - 1))
-        return self
-
-
-def _more(n: int) -> str:
-    return "" if n <= 0 else f" (and {n} more problem{'s' if n > 1 else ''})"
-
-
-def _show(v) -> str:
-    """A short rendering of a received value for a message."""
-    if isinstance(v, _NonFiniteLiteral):
-        s = v.name
-    elif isinstance(v, bool) or v is None:
-        s = json.dumps(v)
-    elif isinstance(v, float):
-        s = ("NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")) if not math.isfinite(v) else (
-            str(int(v)) if v.is_integer() and abs(v) < 1e16 else repr(v))
-    elif isinstance(v, (int, str)):
-        s = repr(v)
-    else:
-        try:
-            s = json.dumps(v, ensure_ascii=False, default=repr)
-        except (TypeError, ValueError):
-            s = repr(v)
-    return s if len(s) <= 80 else s[:77] + "..."
-
-
-def _cross_reference_problems(pkg: Package) -> list[str]:
-    problems = []
-    for field in ("experiences", "units", "candidates", "queries"):
-        seen: dict[str, int] = {}
-        for i, item in enumerate(getattr(pkg, field)):
-            if item.id in seen:
-                problems.append(f"{field}[{i}].id must be unique among the {field}; got {item.id!r}, "
-                                f"already the id of {field}[{seen[item.id]}]")
-            else:
-                seen[item.id] = i
-    experience_ids = {e.id for e in pkg.experiences}
-    unit_ids = {u.id for u in pkg.units}
-    n_per_experience: Counter = Counter()
-    for i, c in enumerate(pkg.candidates):
-        at = f"candidates[{i}] ({c.id!r})"
-        if c.experience in experience_ids:
-            n_per_experience[c.experience] += 1
-        else:
-            problems.append(f"{at}.experience must name an experience of this package; got {c.experience!r}")
-        problems.extend(f"{at}.coverage key must name a unit of this package; got {key!r}"
-                        for key in c.coverage if key not in unit_ids)
-        if (p := _cost_problem(pkg, at, c)):
-            problems.append(p)
-    for i, e in enumerate(pkg.experiences):
-        if n_per_experience[e.id] == 0:
-            problems.append(f"experiences[{i}] ({e.id!r}) must have at least one candidate (its group is empty); "
-                            "got none")
-    for i, q in enumerate(pkg.queries):
-        problems.extend(f"queries[{i}] ({q.id!r}).requires[{j}] must name a unit of this package; got {r!r}"
-                        for j, r in enumerate(q.requires) if r not in unit_ids)
-    if (p := _json_value_problem(pkg.meta, "meta")):
-        problems.append(p)
-    return problems
-
-
-def _cost_problem(pkg: Package, at: str, c: Candidate) -> str:
-    if pkg.cost_source == "given":
-        if c.cost is None:
-            return f'{at}.cost is required because the package says "cost_source": "given"; got none'
-        return ""
-    computed = cost_of(c.text, pkg.cost_model)
-    units = COST_MODEL_UNITS[pkg.cost_model]
-    if c.cost is None:
-        if computed <= 0:
-            return (f"{at}.cost is not given and its text costs 0 {units}, but a cost must be > 0: give the "
-                    f'candidate a non-empty text, or a cost together with "cost_source": "given"; got text {c.text!r}')
-        return ""
-    if c.cost != computed:
-        return (f"{at}.cost must equal the cost of its text under cost_model {pkg.cost_model!r} "
-                f'({computed} {units}); got {_show(c.cost)}. To keep given costs, set "cost_source": "given" '
-                "at the top level of the package")
-    return ""
-
-
-def _json_value_problem(v, path: str) -> str:
-    if v is None or isinstance(v, (str, bool, int)):
-        return ""
-    if isinstance(v, float) or isinstance(v, _NonFiniteLiteral):
-        return "" if _finite(v) is not None else f"{path} must be a finite number; got {_show(v)}"
-    if isinstance(v, list):
-        return next((p for i, x in enumerate(v) if (p := _json_value_problem(x, f"{path}[{i}]"))), "")
-    if isinstance(v, dict):
-        for k, x in v.items():
-            if not isinstance(k, str):
-                return f"{path} keys must be strings; got {k!r}"
-            if (p := _json_value_problem(x, f"{path}[{k!r}]")):
-                return p
-        return ""
-    return f"{path} must hold only JSON values (null, boolean, number, string, list, object); got {_show(v)}"
-
-
-# -- turning a pydantic ValidationError into one line -----------------------
-
-_ITEM_MODELS = {"experiences": Experience, "units": Unit, "candidates": Candidate, "queries": Query}
-_MAPPING_FIELDS = {"coverage", "meta"}
-_TYPE_RULES = {
-    "missing": "is required",
-    "string_type": "must be a string",
-    "string_too_short": "must be a non-empty string",
-    "int_type": "must be an integer",
-    "int_parsing": "must be an integer",
-    "int_from_float": "must be an integer",
-    "float_type": "must be a number",
-    "float_parsing": "must be a number",
-    "list_type": "must be a list (JSON array)",
-    "dict_type": "must be an object (JSON {...})",
-    "model_type": "must be an object (JSON {...})",
-    "model_attributes_type": "must be an object (JSON {...})",
-}
-
-
-def _where(loc, data) -> str:
-    """``candidates[3] ('e02.fact').cost`` from a pydantic loc, with ids read from the raw data."""
-    out, node, mapping = "", data, False
-    for part in loc:
-        if part == "[key]":
-            continue
-        if isinstance(part, int):
-            out += f"[{part}]"
-            node = node[part] if isinstance(node, list) and 0 <= part < len(node) else None
-            if isinstance(node, dict) and isinstance(node.get("id"), str):
-                out += f" ({node['id']!r})"
-        else:
-            out += f"[{part!r}]" if mapping else (f".{part}" if out else str(part))
-            mapping = not mapping and part in _MAPPING_FIELDS
-            node = node.get(part) if isinstance(node, dict) else None
-    return out
-
-
-def _model_at(loc):
-    if not loc:
-        return Package
-    if len(loc) == 2 and isinstance(loc[1], int):
-        return _ITEM_MODELS.get(loc[0])
-    return None
-
-
-def _describe(err: dict, data) -> str:
-    loc, kind = tuple(err["loc"]), err["type"]
-    if kind == "extra_forbidden":
-        parent, key = loc[:-1], loc[-1]
-        owner = _where(parent, data) or "the package"
-        model = _model_at(parent)
-        hint = ""
-        if model is not None:
-            fields = list(model.model_fields)
-            close = difflib.get_close_matches(str(key), fields, n=1, cutoff=0.6)
-            hint = (f" (did you mean {close[0]!r}?)" if close else "") + "; allowed fields: " + ", ".join(fields)
-        return f"{owner} has an unknown field {key!r}{hint}"
-    if not loc:
-        msg = err["msg"]
-        return msg.removeprefix("Value error, ")
-    where = _where(loc, data)
-    if kind == "missing":
-        return f"{where} is required"
-    if kind == "value_error":
-        rule = err["msg"].removeprefix("Value error, ")
-    elif kind == "literal_error":
-        rule = f"must be one of {err.get('ctx', {}).get('expected', '')}"
-    else:
-        rule = _TYPE_RULES.get(kind)
-        if rule is None:
-            m = err["msg"]
-            rule = (m[:1].lower() + m[1:]).replace("input should", "should")
-    return f"{where} {rule}; got {_show(err.get('input'))}"
-
-
-def _json_kind(v) -> str:
-    if isinstance(v, list):
-        return "a JSON array"
-    if isinstance(v, str):
-        return "a JSON string"
-    if isinstance(v, bool):
-        return "a JSON boolean"
-    if v is None:
-        return "null"
-    if isinstance(v, (int, float, _NonFiniteLiteral)):
-        return "a JSON number"
-    return f"a {type(v).__name__}"
+           "package_json_schema", "summarize", "loaded_sha256"]
 
 
 # -- loading and saving -----------------------------------------------------
@@ -435,69 +74,42 @@ def package_from_dict(data, source: str = "<dict>") -> Package:
     try:
         return Package.model_validate(data)
     except ValidationError as exc:
-        errors = exc.errors(include_url=False)
-        raise PackageError(f"{source}: {_describe(errors[0], data)}{_more(len(errors) - 1)}") from exc
-
-
-class _DuplicateKey(Exception):
-    pass
-
-
-def _object_without_duplicates(pairs):
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            ids = [v for k, v in pairs if k == "id" and isinstance(v, str)]
-            where = f" (the object with id {ids[0]!r})" if ids else ""
-            raise _DuplicateKey(f"key {key!r} appears twice in one JSON object{where}; JSON keys must be unique")
-        out[key] = value
-    return out
-
-
-def _parse_json(text: str, source: str):
-    if not text.strip():
-        raise PackageError(f"{source}: the file is empty; expected a JSON package object")
-    try:
-        return json.loads(text, parse_constant=_NonFiniteLiteral, object_pairs_hook=_object_without_duplicates)
-    except _DuplicateKey as exc:
-        raise PackageError(f"{source}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise PackageError(f"{source}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise PackageError(f"{source}: JSON nested too deeply to be a package") from None
-
-
-def _read_bytes(path) -> tuple[bytes, str]:
-    source = os.fspath(path)
-    try:
-        with open(source, "rb") as fh:
-            return fh.read(), source
-    except FileNotFoundError:
-        raise PackageError(f"{source}: no such file") from None
-    except IsADirectoryError:
-        raise PackageError(f"{source}: is a directory, not a package file") from None
-    except OSError as exc:
-        raise PackageError(f"{source}: cannot read the file: {exc.strerror or exc}") from None
+        raise PackageError(validation_message(exc, data, Package, source, "the package")) from exc
 
 
 def load_package(path) -> Package:
-    """Read, parse and validate a package file; the file is only ever opened for reading.
+    """Read, parse and validate a package file; the file is read once, only ever for reading.
 
     A UTF-8 byte-order mark is accepted.  JSON ``NaN`` / ``Infinity`` literals, duplicate
-    keys in one object and every rule of the package format are rejected.
+    keys in one object, every limit of :mod:`memaudit.formats` and every rule of the package
+    format are rejected.  The sha256 of the very bytes parsed is kept with the package
+    (:func:`loaded_sha256`), so a certificate never hashes a second read of the file.
 
     Raises
     ------
     PackageError
         One line naming the file, the field, the rule and the value received.
     """
-    raw, source = _read_bytes(path)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise PackageError(f"{source}: not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start} "
-                           f"cannot be decoded ({exc.reason}); save the file as UTF-8") from None
-    return package_from_dict(_parse_json(text, source), source=source)
+    source = os.fspath(path)
+    raw = read_bytes(source, what="package", error=PackageError)
+    data = parse_json(raw, source, what="package object", error=PackageError, nonfinite="mark")
+    pkg = package_from_dict(data, source=source)
+    _LOADED[id(pkg)] = (weakref.ref(pkg, lambda _, key=id(pkg): _LOADED.pop(key, None)), source,
+                        hashlib.sha256(raw).hexdigest())
+    return pkg
+
+
+#: id(package) -> (weak reference, path, sha256 of the bytes parsed), for packages read by load_package
+_LOADED: dict[int, tuple] = {}
+
+
+def loaded_sha256(pkg: Package, path=None) -> str | None:
+    """SHA-256 of the bytes :func:`load_package` parsed ``pkg`` from (None for a package built
+    in memory, or when ``path`` is given and is not the file it was read from)."""
+    ref, source, sha = _LOADED.get(id(pkg), (None, None, None))
+    if ref is None or ref() is not pkg:
+        return None
+    return sha if path is None or os.fspath(path) == source else None
 
 
 def package_to_dict(pkg: Package) -> dict:
@@ -523,8 +135,7 @@ def save_package(pkg: Package, path) -> None:
 
 def package_sha256(path) -> str:
     """SHA-256 (hex) of the raw bytes of a package file."""
-    raw, _ = _read_bytes(path)
-    return hashlib.sha256(raw).hexdigest()
+    return hashlib.sha256(read_bytes(path, what="package", error=PackageError)).hexdigest()
 
 
 def package_json_schema() -> dict:
@@ -551,10 +162,13 @@ def stream_cost(pkg: Package) -> float:
     return float(sum(largest.values()))
 
 
-def _budget_number(v, name: str, pkg: Package) -> float:
-    f = _finite(v)
+def _budget_number(v, name: str, pkg: Package, bounded: bool = True) -> float:
+    f = finite(v)
     if f is None or f < 0:
         raise BudgetError(f"the {name} for package {pkg.id!r} must be a finite number >= 0; got {_show(v)}")
+    if bounded and f > MAX_MAGNITUDE:
+        raise BudgetError(f"the {name} for package {pkg.id!r} must be at most {MAX_MAGNITUDE:g} (memaudit's largest "
+                          f"number); got {_show(v)}")
     return f
 
 
@@ -573,12 +187,12 @@ def resolve_budget(pkg: Package, budget=None, budget_frac=None) -> float:
     if budget is not None:
         return _budget_number(budget, "budget", pkg)
     if budget_frac is not None:
-        frac = _budget_number(budget_frac, "budget fraction", pkg)
+        frac = _budget_number(budget_frac, "budget fraction", pkg, bounded=False)
         value = frac * stream_cost(pkg)
         if not math.isfinite(value):
             raise BudgetError(f"the budget fraction {_show(budget_frac)} of package {pkg.id!r} times its stream "
                               f"cost {_show(stream_cost(pkg))} is not a finite number; use a smaller fraction")
-        return value
+        return _budget_number(value, "budget (budget fraction times the stream cost)", pkg)
     if pkg.budget is not None:
         return float(pkg.budget)
     raise BudgetError(f"package {pkg.id!r} has no budget of its own: pass --budget B (a cost in "

@@ -543,3 +543,30 @@ def test_import_memaudit_does_not_import_solver_backends():
             "bad = [m for m in ('pulp', 'ortools', 'highspy') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+
+
+# -- the largest number ---------------------------------------------------------------
+
+@pytest.mark.parametrize("edit, where", [
+    (lambda d: d["units"][0].update(weight=1.7e308), r"units\[0\] \('region\.old'\)\.weight"),
+    (lambda d: d["candidates"][1].update(cost=1e101), r"candidates\[1\] \('e02\.raw'\)\.cost"),
+    (lambda d: d["candidates"][0]["coverage"].update({"region.old": 1e300}), r"coverage\['region\.old'\]"),
+    (lambda d: d["units"][1].update(h={"cap": 1e200}), r"units\[1\] \('region\.current'\)\.h"),
+    (lambda d: d.update(budget=1e150), r"budget"),
+])
+def test_numbers_beyond_the_largest_are_refused_at_the_door(tmp_path, edit, where):
+    """validate and solve agree: a number no solver can add up is bad input, not a solver failure."""
+    data = edited(edit)
+    if "cost" in json.dumps(data["candidates"][1]) and data["candidates"][1].get("cost") == 1e101:
+        data["cost_source"] = "given"
+        for c in data["candidates"]:
+            c.setdefault("cost", 5)
+    assert_rejected(tmp_path, data, rf"{where} .*must be at most 1e\+100 in magnitude")
+
+
+def test_budget_flags_beyond_the_largest_number(tmp_path):
+    pkg = package_from_dict(tiny())
+    with pytest.raises(BudgetError, match=r"must be at most 1e\+100"):
+        resolve_budget(pkg, budget=1e200)
+    with pytest.raises(BudgetError, match=r"budget \(budget fraction times the stream cost\) .* at most 1e\+100"):
+        resolve_budget(pkg, budget_frac=1e150)

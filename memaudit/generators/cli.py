@@ -182,14 +182,14 @@ def ablate_command(package, drop_kinds, output, package_id):
     """
     from ..clitools import same_file
     from ..errors import MemauditError
-    from ..package import load_package, package_sha256, stream_cost
+    from ..package import load_package, loaded_sha256, stream_cost
     from .ablate import ablate, parse_kinds
 
     kinds = parse_kinds(drop_kinds)
     if same_file(output, package):
         raise MemauditError(f"{output}: refusing to write the ablated package over its source; choose another -o")
     pkg = load_package(package)
-    out = ablate(pkg, kinds, package_id=package_id, source_sha256=package_sha256(package))
+    out = ablate(pkg, kinds, package_id=package_id, source_sha256=loaded_sha256(pkg))
     from . import write_package
 
     write_package(out, output)

@@ -13,7 +13,6 @@ Every generated package carries its own default ``budget``: :data:`memaudit.gene
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from pathlib import Path
@@ -131,7 +130,7 @@ def build_set(name: str, root, *, force: bool = False, allow_rewrite: bool = Fal
 
     from ..certificate import solver_versions, write_json
     from ..fileio import atomic_write
-    from ..package import load_package, package_sha256, package_to_dict
+    from ..package import load_package, loaded_sha256, package_to_dict
     from . import DEFAULT_BUDGET_FRAC, GENERATOR_VERSION, GENERATORS, generate
     from .. import __version__
 
@@ -180,7 +179,7 @@ def build_set(name: str, root, *, force: bool = False, allow_rewrite: bool = Fal
             seed = prev.get("seed") if prev is not None else pkg.meta.get("seed")
             raise ManifestError(f"{path}: a generated package ({gen}, seed {seed}) that set {name!r} no longer "
                                 "lists; delete it (only hand-built packages are kept beside the generated ones)")
-        entries.append((path.name, package_sha256(path), pkg,
+        entries.append((path.name, loaded_sha256(pkg), pkg,
                         {"generator": "hand-built", "generator_version": None, "seed": None, "params": None}, None))
 
     packages = []
@@ -217,13 +216,15 @@ def load_manifest(directory) -> dict:
     ManifestError
         Naming the file and the first field that is missing or malformed.
     """
+    from pydantic import ValidationError
+
+    from ..formats import read_json, validation_message
+    from ..formats.documents import Manifest
+
     path = manifest_path(directory)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ManifestError(f"{path}: no such file; build it with scripts/build_packages_data.py") from None
-    except (OSError, ValueError) as exc:
-        raise ManifestError(f"{path}: cannot read it as JSON: {exc}") from None
+    if not path.exists():
+        raise ManifestError(f"{path}: no such file; build it with scripts/build_packages_data.py")
+    data = read_json(path, what="manifest", error=ManifestError).data
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
         raise ManifestError(f"{path}: format must be {MANIFEST_FORMAT!r}; got "
                             f"{data.get('format') if isinstance(data, dict) else type(data).__name__!r}")
@@ -272,8 +273,14 @@ def load_manifest(directory) -> dict:
             if at != fracs:
                 raise ManifestError(f"{where}: {name} are at budget fractions {at}, not the manifest's "
                                     f"budget_fracs {fracs}")
+    try:
+        Manifest.model_validate(data)
+    except ValidationError as exc:
+        raise ManifestError(validation_message(exc, data, Manifest, str(path), "the manifest")) from None
     return data
 
 
 def _is_number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    from ..formats.fields import finite
+
+    return finite(x) is not None

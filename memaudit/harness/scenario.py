@@ -11,7 +11,6 @@ written as version 1 when it uses none of these, so old files keep their bytes a
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -581,73 +580,18 @@ def scenario_from_dict(data, *, source: str = "") -> Scenario:
                     tuple(probes), dict(meta), replies, tuple(sorted(dates.items())), tuple(notes))
 
 
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _unique_pairs(pairs: list) -> dict:
-    """``json`` object hook: a key given twice in one object is an error, not "the last one wins"."""
-    out = {}
-    for k, v in pairs:
-        if k in out:
-            raise _DuplicateKey(f"key {k!r} appears twice in one object")
-        out[k] = v
-    return out
-
-
-@functools.cache
-def _unique_key_loader():
-    """A YAML safe loader that refuses a key given twice in one mapping (merge keys ``<<`` excepted)."""
-    import yaml
-
-    class UniqueKeyLoader(yaml.SafeLoader):
-        def construct_mapping(self, node, deep=False):
-            if isinstance(node, yaml.MappingNode):
-                seen = set()
-                for key_node, _ in node.value:
-                    if key_node.tag == "tag:yaml.org,2002:merge":
-                        continue
-                    key = self.construct_object(key_node, deep=deep)
-                    try:
-                        dup = key in seen
-                    except TypeError:  # an unhashable key: the base class reports it
-                        continue
-                    if dup:
-                        raise yaml.constructor.ConstructorError(
-                            "while constructing a mapping", node.start_mark, f"key {key!r} appears twice",
-                            key_node.start_mark)
-                    seen.add(key)
-            return super().construct_mapping(node, deep=deep)
-
-    return UniqueKeyLoader
-
-
 def load_scenario(path) -> Scenario:
-    """Read a scenario file: JSON (``.json``) or YAML (``.yaml`` / ``.yml``); the file is only read."""
-    path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            raw = fh.read()
-    except IsADirectoryError:
-        raise ScenarioError(f"{path}: is a directory, not a scenario file") from None
-    except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    if path.lower().endswith((".yaml", ".yml")):
-        import yaml
+    """Read a scenario file: JSON (``.json``) or YAML (``.yaml`` / ``.yml``); the file is only read.
 
-        try:
-            data = yaml.load(raw, Loader=_unique_key_loader())
-        except yaml.YAMLError as exc:
-            raise ScenarioError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
-    else:
-        try:
-            data = json.loads(raw, object_pairs_hook=_unique_pairs)
-        except json.JSONDecodeError as exc:
-            raise ScenarioError(f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
-        except _DuplicateKey as exc:
-            raise ScenarioError(f"{path}: not valid JSON: {exc}") from None
+    Read once through :func:`memaudit.formats.read_document` (size limit, duplicate keys refused,
+    YAML safe loading with bounded alias expansion, bounded nesting).
+    """
+    from ..formats import read_document
+
+    path = os.fspath(path)
+    if not os.path.lexists(path):
+        raise ScenarioError(f"{path}: cannot read: no such file")
+    data = read_document(path, what="scenario", error=ScenarioError).data
     return scenario_from_dict(data, source=path)
 
 

@@ -324,21 +324,22 @@ def load_run(path) -> dict:
     path = os.fspath(path)
     if os.path.isdir(path):
         path = os.path.join(path, "run.json")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except FileNotFoundError:
-        raise HarnessError(f"{path}: no such run file (give a run.json or the --out directory of a run)") from None
-    except OSError as exc:
-        raise HarnessError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise HarnessError(f"{path}: not a JSON run document ({exc})") from None
+    from pydantic import ValidationError
+
+    from ..formats import read_json, validation_message
+    from ..formats.documents import RunDocument
+
+    if not os.path.exists(path):
+        raise HarnessError(f"{path}: no such run file (give a run.json or the --out directory of a run)")
+    doc = read_json(path, what="run document", error=HarnessError).data
     if not isinstance(doc, dict) or doc.get("format") != RUN_FORMAT:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         raise HarnessError(f"{path}: format must be {RUN_FORMAT!r}; got {got!r}")
-    trials = doc.get("trials")
-    if not isinstance(trials, list) or not trials:
-        raise HarnessError(f"{path}: 'trials' must be a non-empty list")
+    try:
+        RunDocument.model_validate(doc)
+    except ValidationError as exc:
+        raise HarnessError(validation_message(exc, doc, RunDocument, path, "the run")) from None
+    trials = doc["trials"]
     names = set()
     for i, t in enumerate(trials):
         _check_trial(t, f"{path}: trials[{i}]")
@@ -349,43 +350,13 @@ def load_run(path) -> dict:
     return doc
 
 
-def _is_num(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def _check_trial(t, w: str) -> None:
-    """The fields of one trial that ``diff_runs`` reads, with their types (a run file may be hand-edited)."""
-    if not isinstance(t, dict):
-        raise HarnessError(f"{w} must be an object; got {type(t).__name__}")
-    d = t.get("disturb")
-    if not isinstance(d, dict) or not isinstance(d.get("name"), str):
-        got = d.get("name") if isinstance(d, dict) else d
-        raise HarnessError(f"{w}.disturb.name must be a string; got {got!r}")
-    summary = t.get("summary")
-    if not isinstance(summary, dict):
-        raise HarnessError(f"{w}.summary must be an object (probe form -> counts); got {type(summary).__name__}")
-    for form, counts in summary.items():
-        if not isinstance(counts, dict):
-            raise HarnessError(f"{w}.summary[{form!r}] must be an object of counts; got {type(counts).__name__}")
-        for k, v in counts.items():
-            if not _is_num(v):
-                raise HarnessError(f"{w}.summary[{form!r}][{k!r}] must be a number; got {v!r}")
-    rows = t.get("rows")
-    if not isinstance(rows, list):
-        raise HarnessError(f"{w}.rows must be a list; got {type(rows).__name__}")
+    """One row per (probe, form) in a trial (the types are checked by RunDocument)."""
     seen = set()
-    for j, r in enumerate(rows):
-        rw = f"{w}.rows[{j}]"
-        if not isinstance(r, dict):
-            raise HarnessError(f"{rw} must be an object; got {type(r).__name__}")
-        for k in ("probe", "form", "outcome"):
-            if not isinstance(r.get(k), str):
-                raise HarnessError(f"{rw}.{k} must be a string; got {r.get(k)!r}")
-        if not _is_num(r.get("tokens_injected")):
-            raise HarnessError(f"{rw}.tokens_injected must be a number; got {r.get('tokens_injected')!r}")
+    for j, r in enumerate(t["rows"]):
         key = (r["probe"], r["form"])
         if key in seen:
-            raise HarnessError(f"{rw}: probe {key[0]!r} ({key[1]}) appears twice")
+            raise HarnessError(f"{w}.rows[{j}]: probe {key[0]!r} ({key[1]}) appears twice")
         seen.add(key)
 
 
