@@ -17,6 +17,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -25,7 +26,7 @@ from typing import Callable
 from .errors import MemauditError
 
 __all__ = ["CommandError", "DEFAULT_TIMEOUT", "DEFAULT_RETRIES", "DEFAULT_BACKOFF", "MAX_SECONDS", "split_command",
-           "check_run_settings", "cache_path", "run_command"]
+           "check_run_settings", "check_program", "cache_path", "run_command"]
 
 #: seconds one run may take before its process group is killed
 DEFAULT_TIMEOUT = 120.0
@@ -112,6 +113,18 @@ def _write_cache(path: str, argv: list[str], prompt: str, out: str, what: str, e
         atomic_write(path, json.dumps(doc, ensure_ascii=False).encode("utf-8"), error=error)
     except error as exc:
         raise error(f"{label}: cannot write the cache entry ({exc})") from None
+
+
+def check_program(argv: list[str], what: str = "command", *, error: type[Exception] = CommandError) -> None:
+    """Raise ``error`` with :func:`run_command`'s own words when ``argv[0]`` cannot be started (not
+    found, not executable), before anything is created on disk for the run."""
+    prog = argv[0]
+    found = prog if os.sep in prog else shutil.which(prog, mode=os.F_OK)
+    label = f"{what} {shlex.join(argv)!r}"
+    if not found or not os.path.exists(found):
+        raise error(f"{label}: program {prog!r} not found")
+    if os.path.isdir(found) or not os.access(found, os.X_OK):
+        raise error(f"{label}: program {prog!r} is not executable")
 
 
 def run_command(argv: list[str], prompt: str, *, timeout: float = DEFAULT_TIMEOUT, retries: int = DEFAULT_RETRIES,

@@ -154,6 +154,12 @@ def compute_findings(sets=("small", "validity", "natural"), *, root=None, method
     from .solve import solve_package
 
     root = Path(root) if root is not None else default_root()
+    available = sorted(d.name for d in root.iterdir() if (d / "manifest.json").is_file()) if root.is_dir() else []
+    unknown = [name for name in sets if name not in available]
+    if unknown:
+        raise FindingsError(f"{root / unknown[0] / 'manifest.json'}: no such file, so {unknown[0]!r} is not a "
+                            f"package set there; valid sets: "
+                            f"{', '.join(available) or 'none (no directory there has a manifest.json)'}")
     say = progress or (lambda line: None)
     found = Findings(sets=list(sets))
     runnable = []

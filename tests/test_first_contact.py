@@ -197,3 +197,41 @@ def test_search_progress_line():
     lines = []
     _search_progress(lines.append)(Progress(nodes=1082, incumbent=2206.0, bound=2206.88, gap=0.000399, elapsed=40.2))
     assert lines == ["    40.2 s  nodes 1082  incumbent 2206  bound 2206.88  gap 0.0399%"]
+
+
+def test_generated_id_names_non_default_parameters(runner, tmp_path):
+    from memaudit.generators import generate
+    assert generate("validity", 1).id == "validity-s1"                     # the shipped id
+    other = generate("validity", 1, entities=8, attributes=8)
+    assert other.id.startswith("validity-s1-p") and len(other.id) == len("validity-s1-p") + 8
+    assert generate("validity", 1, entities=8, attributes=8).id == other.id
+    assert generate("validity", 1, entities=7).id != other.id
+
+
+def test_report_findings_unknown_set_lists_the_valid_ones(runner):
+    result = run(runner, "report", "findings", "--set", "nope")
+    assert result.exit_code == 1
+    assert "'nope' is not a package set there; valid sets: natural, small, validity" in result.stderr
+
+
+def test_harness_run_on_a_package_says_it_is_a_package(runner):
+    result = run(runner, "harness", "run", QUICKSTART, "--policy", "profile")
+    assert result.exit_code == 1
+    assert "this is a MEMAUDIT package (memaudit-package/1), not a scenario" in result.stderr
+
+
+def test_audit_against_an_unrelated_package_warns(runner):
+    export = ROOT / "tests" / "fixtures" / "stores" / "mem0_sample_a.json"
+    result = run(runner, "audit", QUICKSTART, export, "--budget-frac", "0.5")
+    assert "warning: no exported memory matched any unit of package 'quickstart'" in result.stdout
+    related = run(runner, "audit", ROOT / "packages_data" / "natural" / "ledgerline.json", export, "--budget-frac", "0.5")
+    assert "no exported memory matched" not in related.stdout
+
+
+def test_adjudicate_creates_no_cache_when_the_judge_cannot_start(runner, tmp_path):
+    cache = tmp_path / "cache"
+    export = ROOT / "tests" / "fixtures" / "stores" / "mem0_sample_a.json"
+    result = run(runner, "adjudicate", ROOT / "packages_data" / "natural" / "ledgerline.json", export,
+                 "-o", tmp_path / "rows.csv", "--judge-cmd", str(tmp_path / "no-such-judge"), "--cache-dir", cache)
+    assert result.exit_code == 1 and "not found" in result.stderr
+    assert not cache.exists()

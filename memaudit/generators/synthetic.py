@@ -10,6 +10,9 @@ and validity queries on most superseded values, so that validity state carries t
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import random
 from dataclasses import asdict, dataclass, fields
 
@@ -190,11 +193,31 @@ def _interleave(rng: random.Random, sequences: list[list]) -> list:
 
 def generate_synthetic(params: SyntheticParams, seed: int, *, family: str, package_id: str | None = None,
                        version: str) -> Package:
-    """Draw an event graph with ``params`` from ``random.Random(seed)`` and render it."""
-    pid = package_id_or(package_id, f"{family}-s{seed}")
+    """Draw an event graph with ``params`` from ``random.Random(seed)`` and render it.
+
+    The default id is ``<family>-s<seed>`` for the family's default parameters and
+    ``<family>-s<seed>-p<hash>`` otherwise (8 hex digits of the sha256 of the parameters that
+    differ), so a package with other parameters never takes a shipped package's id.
+
+    Examples
+    --------
+    >>> generate_validity(1).id, generate_validity(1, entities=3).id.startswith("validity-s1-p")
+    ('validity-s1', True)
+    """
+    pid = package_id_or(package_id, f"{family}-s{seed}{_params_suffix(params, family)}")
     graph, queries = synthetic_graph(params, seed)
     meta = {"generator": family, "generator_version": version, "seed": seed, "params": asdict(params)}
     return render_package(graph, queries, package_id=pid, cost_model=params.cost_model, meta=meta)
+
+
+def _params_suffix(params: SyntheticParams, family: str) -> str:
+    """``""`` for the family's default parameters, else ``-p`` and 8 hex digits naming the changes."""
+    defaults = asdict(params_for(family))
+    changed = {k: v for k, v in asdict(params).items() if defaults.get(k) != v}
+    if not changed:
+        return ""
+    digest = hashlib.sha256(json.dumps(changed, sort_keys=True).encode("utf-8")).hexdigest()
+    return f"-p{digest[:8]}"
 
 
 def synthetic_graph(params: SyntheticParams, seed: int) -> tuple[EventGraph, list[QuerySpec]]:

@@ -476,6 +476,10 @@ def scenario_from_dict(data, *, source: str = "") -> Scenario:
         if not isinstance(data, dict):
             raise ScenarioError(f"a scenario must be an object (mapping) at the top level; got {type(data).__name__}")
         fmt = data.get("format")
+        if fmt == "memaudit-package/1":
+            raise ScenarioError("this is a MEMAUDIT package (memaudit-package/1), not a scenario: the harness takes a "
+                                "scenario file (memaudit-scenario/1 or /2, e.g. packages_data/scenarios/example.yaml); "
+                                "solve, baseline and compare take packages")
         if fmt not in SCENARIO_FORMATS:
             raise ScenarioError(f"format must be one of {', '.join(map(repr, SCENARIO_FORMATS))}; got {fmt!r}")
         v2 = fmt == SCENARIO_FORMATS[1]

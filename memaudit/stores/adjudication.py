@@ -10,7 +10,7 @@ import os
 import shlex
 from dataclasses import dataclass, field
 
-from ..commands import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, check_run_settings, run_command
+from ..commands import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, check_program, check_run_settings, run_command
 from ..fileio import atomic_write
 from .export import StoreError
 from .matcher import CoverageRow, matcher_rows
@@ -253,6 +253,7 @@ def judge_rows(pkg, export, cmd: str, *, cache_dir, timeout: float = DEFAULT_TIM
     if not argv:
         raise StoreError("--judge-cmd is empty; give a command such as 'llm -m gpt-4o-mini'")
     check_run_settings("--judge-cmd", timeout, retries, backoff, error=StoreError)
+    check_program(argv, "judge command", error=StoreError)  # before the cache directory is created
     cache_dir = os.fspath(cache_dir)
     try:
         os.makedirs(cache_dir, exist_ok=True)

@@ -224,6 +224,9 @@ def audit_export(pkg: Package, export: Export, rows, *, budget=None, budget_frac
     leaks, retained_leaks, stale, conflicts = _leaks_and_stale(spec, export, covered)
     uncovered = [u.id for u in pkg.units if u.id not in covered]
     warnings = list(export.warnings)
+    if export.items and not covered:
+        warnings.append(f"no exported memory matched any unit of package {pkg.id!r}: is this the package the "
+                        "export was made for (its units, values and aliases)?")
     if spec is None:
         warnings.append(f"package {pkg.id!r} has no meta.store_audit: leaks and stale values were not checked")
     common = dict(product=export.product, export_path=export.path, shape=export.shape, order=export.order,
