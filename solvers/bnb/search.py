@@ -167,19 +167,16 @@ class Search:
         table = np.full(cap + 1, -np.inf)
         table[0] = 0.0
         choice = np.zeros((n_seg, cap + 1), dtype=np.int32)
+        width = cap + 1
+        shift = width - np.minimum(cost_units, width)[:, None] + np.arange(width)[None, :]   # (options, width)
+        padded = np.full(2 * width, -np.inf)
         for s in range(n_seg):
-            new = np.full(cap + 1, -np.inf)
-            arg = np.full(cap + 1, -1, dtype=np.int32)
-            for o in range(starts[s], ends[s]):
-                c = cost_units[o]
-                if c > cap:
-                    continue
-                cand_vals = table[: cap + 1 - c] + profit[o]
-                better = cand_vals > new[c:]
-                new[c:] = np.where(better, cand_vals, new[c:])
-                arg[c:] = np.where(better, o, arg[c:])
-            table = new
-            choice[s] = arg
+            # all options of the group at once: option o moves table[j - c_o] to j (-inf below c_o)
+            padded[width:] = table
+            vals = padded[shift[starts[s]:ends[s]]] + profit[starts[s]:ends[s], None]
+            best = np.argmax(vals, axis=0)              # the first option among ties, as one at a time would
+            table = vals[best, np.arange(width)]
+            choice[s] = starts[s] + best
         best_cap = int(np.argmax(table))
         if not np.isfinite(table[best_cap]):
             info["ub"] = -math.inf
@@ -238,8 +235,8 @@ class Search:
         self.offer(store)
         return store
 
-    def bound(self, allowed, mu):
-        """Analyse a node: Lagrangian bound, rounding, then the DP bound; None if closed."""
+    def bound(self, allowed, mu, dp: bool = True):
+        """Analyse a node: Lagrangian bound, rounding, then (if ``dp``) the DP bound; None if closed."""
         info = self.analyse(allowed, mu)
         if info is None:
             return None
@@ -249,7 +246,7 @@ class Search:
         self.round_store(info)
         if self.can_prune(info["ub"]):
             return None
-        if self.out_of_time():
+        if not dp or self.out_of_time():
             return info
         self.dp_bound(info)
         if self.can_prune(info["ub"]):
@@ -317,9 +314,10 @@ class Search:
                 self.stats["pruned"] += 1
                 continue
             self.stats["nodes"] += 1
-            info = self.bound(allowed, mu)
+            lp_wanted = self.use_lp and (root_lp if is_root else node_lp)
+            info = self.bound(allowed, mu, dp=not lp_wanted)     # with an LP, the DP waits for its prices
             lp_x = None
-            if info is not None and self.use_lp and (root_lp if is_root else node_lp) and not self.out_of_time():
+            if info is not None and lp_wanted and not self.out_of_time():
                 lp = self.lp_prices(info, allowed)
                 if lp is not None:
                     mu_lp, lp_x, lp_val = lp
@@ -328,13 +326,17 @@ class Search:
                     store = self.round_store(info, lp_x)
                     if not self.out_of_time():
                         self.offer(greedy_store(self.p, self.budget, start=store))
-                    info_lp = self.bound(allowed, np.where(np.isinf(mu_lp), mu, mu_lp))
+                    info_lp = self.bound(allowed, np.where(np.isinf(mu_lp), mu, mu_lp), dp=False)
                     if info_lp is None:
                         info = None
                     elif info_lp["ub_lagr"] <= info["ub_lagr"]:
                         info = info_lp
-                    if is_root and info is not None:
-                        info = self.root_sub_mip(info, lp_x)
+            if info is not None and lp_wanted and not self.out_of_time():
+                self.dp_bound(info)
+                if self.can_prune(info["ub"]):
+                    info = None
+            if is_root and info is not None and lp_x is not None:
+                info = self.root_sub_mip(info, lp_x)
             if is_root:
                 self.stats["root_bound"] = info["ub"] if info is not None else self.inc_value
             if info is None:
