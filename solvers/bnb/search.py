@@ -337,6 +337,9 @@ class Search:
                     info = None
             if is_root and info is not None and lp_x is not None:
                 info = self.root_sub_mip(info, lp_x)
+            if info is not None:
+                # the parent's bound holds on this subtree too: a node's bound never exceeds it
+                info["ub"] = min(info["ub"], parent_ub)
             if is_root:
                 self.stats["root_bound"] = info["ub"] if info is not None else self.inc_value
             if info is None:
