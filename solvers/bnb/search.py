@@ -43,6 +43,9 @@ class Progress:
 #: seconds the root's sub-MIP heuristic may take at most (and at most 30 % of the time left)
 SUB_MIP_SECONDS = 5.0
 
+#: groups in the core of the root's sub-MIP when no unit is coupled
+CORE_GROUPS = 300
+
 #: seconds between two progress reports
 PROGRESS_EVERY = 1.0
 
@@ -253,6 +256,40 @@ class Search:
             return None
         return info
 
+    def root_core_mip(self, info):
+        """Without coupled units: keep the Lagrangian choice outside a core of groups, sub-MIP the core.
+
+        The core is the groups whose two best options are closest in reduced profit (the ones the
+        budget price cannot decide).  Every unit is private here, so the rest of the store is fixed
+        without touching the core's value.
+        """
+        remaining = self.deadline - time.perf_counter()
+        seconds = min(SUB_MIP_SECONDS, 0.3 * remaining)
+        if seconds <= 0.05 or self.use_lp or "pick" not in info:
+            return info
+        d, seg_of, starts = info["d"], info["seg_of"], info["starts"]
+        order = np.lexsort((-d, seg_of))                     # by group, best reduced profit first
+        second = np.minimum(starts + 1, d.size - 1)
+        has_two = np.append(starts[1:], d.size) - starts >= 2
+        gap = np.where(has_two, d[order[starts]] - d[order[second]], np.inf)
+        core_segs = np.argsort(gap, kind="stable")[:CORE_GROUPS]
+        in_core = np.zeros(starts.size, dtype=bool)
+        in_core[core_segs[np.isfinite(gap[core_segs])]] = True
+        oc = self.opt_cand[info["free_idx"]]
+        fixed = oc[info["pick"] & ~in_core[seg_of] & (oc >= 0)]
+        outside = np.concatenate([info["store"], fixed]).astype(np.int64)
+        rest = self.budget - float(self.p.costs[outside].sum())
+        cands = oc[in_core[seg_of] & (oc >= 0)]
+        if rest < 0 or cands.size == 0:
+            return info
+        t0 = time.perf_counter()
+        store = sub_mip_store(self.p, rest, cands, seconds)
+        self.stats["sub_mip_seconds"] = time.perf_counter() - t0
+        self.stats["sub_mip_candidates"] = int(cands.size)
+        if store is not None:
+            self.offer(np.concatenate([outside, store]))
+        return None if self.can_prune(info["ub"]) else info
+
     def root_sub_mip(self, info, lp_x):
         """Offer the store of a time-boxed sub-MIP on the LP's open groups; None if that closes the root."""
         remaining = self.deadline - time.perf_counter()
@@ -335,8 +372,8 @@ class Search:
                 self.dp_bound(info)
                 if self.can_prune(info["ub"]):
                     info = None
-            if is_root and info is not None and lp_x is not None:
-                info = self.root_sub_mip(info, lp_x)
+            if is_root and info is not None:
+                info = self.root_sub_mip(info, lp_x) if lp_x is not None else self.root_core_mip(info)
             if info is not None:
                 # the parent's bound holds on this subtree too: a node's bound never exceeds it
                 info["ub"] = min(info["ub"], parent_ub)
