@@ -2,9 +2,11 @@
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/bench_exact.py            # full grid (tens of minutes)
+    .venv/bin/python benchmarks/bench_exact.py            # full random grid (tens of minutes)
     .venv/bin/python benchmarks/bench_exact.py --quick    # n = 50, 100, 200, one seed
-    .venv/bin/python benchmarks/bench_exact.py --n-large 10000 --large-only
+    .venv/bin/python benchmarks/bench_exact.py --families all --quick      # every family, smallest size
+    .venv/bin/python benchmarks/bench_exact.py --families restate,restate-pwl,restate-cap,validity
+    .venv/bin/python benchmarks/bench_exact.py --n-large 10000,30000 --large-only   # scale series
 
 The markdown table goes to stdout, one progress line per solve to stderr.  The
 script reports speed, it never asserts it.  It does check correctness: every
@@ -27,6 +29,9 @@ import subprocess
 import sys
 import time
 import traceback
+
+import numpy as np
+import scipy.sparse as sp
 from importlib import metadata
 from pathlib import Path
 
@@ -37,6 +42,7 @@ if str(ROOT) not in sys.path:
 from memaudit_solvers.bnb import branch_and_bound  # noqa: E402
 from memaudit_solvers.certify import CERT_RTOL, compare_results  # noqa: E402
 from memaudit_solvers.milp import BACKENDS  # noqa: E402
+from memaudit_solvers.problem import Problem, breakpoint_pieces, min_cap_pieces  # noqa: E402
 from memaudit_solvers.random_problems import random_problem  # noqa: E402
 
 METHODS = {"bnb": branch_and_bound, **BACKENDS}
@@ -46,6 +52,65 @@ DEFAULT_SIZES = (50, 100, 200, 400, 800, 1600)
 QUICK_SIZES = (50, 100, 200)
 DEFAULT_FRACS = (0.10, 0.25, 0.50)
 RTOL = CERT_RTOL  # 1e-6, the certification tolerance
+
+#: problem families: name -> (description, default sizes, default budget fractions)
+FAMILIES = {
+    "random": ("`random_problem(n, seed)`: 15 % restated facts, h = min(1, z)", DEFAULT_SIZES, DEFAULT_FRACS),
+    "restate": ("`random_problem(n, seed, restate=0.8)`: 80 % restated facts (coupled), h = min(1, z)",
+                (200, 400, 800, 1600, 3000), (0.05, 0.10, 0.25)),
+    "restate-pwl": ("`random_problem(n, seed, restate=0.8)` with a concave h through (1, 1), (2, 1.5), (3, 1.75)",
+                    (200, 400, 800, 1600, 3000), (0.05, 0.10, 0.25)),
+    "restate-cap": ("`random_problem(n, seed, restate=0.8)` with h = min(2, z)", (200, 400, 800, 1600, 3000),
+                    (0.05, 0.10, 0.25)),
+    "validity": ("n streams of the `validity` generator (8 entities x 8 attributes, 9 updates each, "
+                 "seeds seed*n .. seed*n+n-1) side by side, about 770 experiences per stream", (1, 3),
+                 (0.05, 0.10, 0.25)),
+}
+QUICK_FAMILY_SIZES = {"random": QUICK_SIZES, "restate": (200,), "restate-pwl": (200,), "restate-cap": (200,),
+                      "validity": (1,)}
+
+
+def with_h(p: Problem, slopes, intercepts) -> Problem:
+    """``p`` with one h for every unit."""
+    s = np.tile(np.asarray(slopes, dtype=float), (p.n_units, 1))
+    b = np.tile(np.asarray(intercepts, dtype=float), (p.n_units, 1))
+    return Problem.build(p.costs, p.groups, p.coverage, p.weights, h_slopes=s, h_intercepts=b, n_groups=p.n_groups)
+
+
+def side_by_side(problems) -> Problem:
+    """Independent problems as one: groups and units renumbered, coverage block-diagonal."""
+    k = max(p.h_slopes.shape[1] for p in problems)
+    pad = lambda a: np.pad(a, ((0, 0), (0, k - a.shape[1])), mode="edge")  # noqa: E731
+    g0 = np.cumsum([0] + [p.n_groups for p in problems[:-1]])
+    return Problem.build(np.concatenate([p.costs for p in problems]),
+                         np.concatenate([p.groups + g for p, g in zip(problems, g0)]),
+                         sp.block_diag([p.coverage for p in problems], format="csr"),
+                         np.concatenate([p.weights for p in problems]),
+                         h_slopes=np.vstack([pad(p.h_slopes) for p in problems]),
+                         h_intercepts=np.vstack([pad(p.h_intercepts) for p in problems]),
+                         n_groups=int(sum(p.n_groups for p in problems)))
+
+
+def validity_stream(seed: int) -> Problem:
+    from memaudit.generators import generate
+    from memaudit.package import compile_package
+
+    pkg = generate("validity", seed, entities=8, attributes=8, min_updates=9, max_updates=9)
+    return compile_package(pkg).problem
+
+
+def make_problem(family: str, n: int, seed: int) -> Problem:
+    if family == "random":
+        return random_problem(n, seed)
+    if family == "validity":
+        return side_by_side([validity_stream(seed * n + i) for i in range(n)])
+    p = random_problem(n, seed, restate=0.8)
+    if family == "restate-pwl":
+        return with_h(p, *breakpoint_pieces([(1.0, 1.0), (2.0, 1.5), (3.0, 1.75)]))
+    if family == "restate-cap":
+        s, b = min_cap_pieces([2.0])
+        return with_h(p, s[0], b[0])
+    return p
 
 
 def log(msg: str) -> None:
@@ -179,13 +244,13 @@ def cell_text(runs: list[dict]) -> tuple[str, float | None]:
     return fmt_seconds(med) + stars, med
 
 
-def run_grid(args, methods, all_runs: list, disagreements: list) -> list[dict]:
+def run_grid(args, family, sizes, fracs, methods, all_runs: list, disagreements: list) -> list[dict]:
     cells = []
-    total = len(args.sizes) * len(args.fracs) * len(args.seeds_list) * len(methods)
+    total = len(sizes) * len(fracs) * len(args.seeds_list) * len(methods)
     k = 0
-    for n in args.sizes:
-        problems = {seed: random_problem(n, seed) for seed in args.seeds_list}
-        for frac in args.fracs:
+    for n in sizes:
+        problems = {seed: make_problem(family, n, seed) for seed in args.seeds_list}
+        for frac in fracs:
             by_method = {m: [] for m in methods}
             shape = []
             n_disagree = 0
@@ -195,15 +260,16 @@ def run_grid(args, methods, all_runs: list, disagreements: list) -> list[dict]:
                 seed_runs = []
                 for name in methods:
                     k += 1
-                    base = {"n": n, "frac": frac, "seed": seed, "budget": budget, "n_candidates": p.n_candidates,
+                    base = {"family": family, "n": n, "experiences": p.n_groups, "frac": frac, "seed": seed,
+                            "budget": budget, "n_candidates": p.n_candidates,
                             "n_units": p.n_units, "time_limit": args.time_limit}
                     if name == "milp-cbc" and args.cbc_max_n is not None and n > args.cbc_max_n:
                         r = {"method": name, "seconds": None, "wall_time": None, "status": "skipped", "value": None,
                              "bound": None, "nodes": None, "message": f"n > --cbc-max-n {args.cbc_max_n}"}
-                        log(f"[{k}/{total}] n={n} frac={frac:g} seed={seed} {name}: skipped (n > {args.cbc_max_n})")
+                        log(f"[{family} {k}/{total}] n={n} frac={frac:g} seed={seed} {name}: skipped (n > {args.cbc_max_n})")
                     else:
                         r = solve(name, p, budget, args.time_limit)
-                        log(f"[{k}/{total}] n={n} frac={frac:g} seed={seed} {name}: {r['seconds']:.3f}s "
+                        log(f"[{family} {k}/{total}] n={n} frac={frac:g} seed={seed} {name}: {r['seconds']:.3f}s "
                             f"{r['status']} value={r['value']} bound={r['bound']} nodes={r['nodes']}")
                     r.pop("_result", None)
                     r = {**base, **r}
@@ -211,17 +277,17 @@ def run_grid(args, methods, all_runs: list, disagreements: list) -> list[dict]:
                     by_method[name].append(r)
                     all_runs.append(r)
                 for msg in check_cell(seed_runs):
-                    line = f"DISAGREE n={n} frac={frac:g} seed={seed}: {msg}"
+                    line = f"DISAGREE {family} n={n} frac={frac:g} seed={seed}: {msg}"
                     disagreements.append(line)
                     n_disagree += 1
                     log("!" * 70 + "\n" + line + "\n" + "!" * 70)
-            cells.append({"n": n, "frac": frac, "by_method": by_method, "n_disagree": n_disagree,
+            cells.append({"family": family, "n": n, "frac": frac, "by_method": by_method, "n_disagree": n_disagree,
                           "n_candidates": statistics.median(c for c, _ in shape),
                           "n_units": statistics.median(u for _, u in shape)})
     return cells
 
 
-def grid_table(cells, methods, args) -> list[str]:
+def grid_table(cells, methods, args, ratios_out: list | None = None) -> list[str]:
     milps = [m for m in methods if m in MILP_NAMES]
     head = ["n", "candidates", "units", "budget"] + [f"{m} (s)" for m in methods]
     show_ratio = "bnb" in methods and milps
@@ -262,11 +328,13 @@ def grid_table(cells, methods, args) -> list[str]:
         lines.append(f"bnb median <= fastest MILP median in {faster}/{len(ratios)} cells; >= 5x faster in "
                      f"{five}/{len(ratios)}; median ratio {statistics.median(r for r, _ in ratios):.2f}; worst "
                      f"{worst:.2f} at n={wc['n']} {budget_label(wc['frac'])}.")
+    if ratios_out is not None:
+        ratios_out.extend(ratios)
     return lines
 
 
-def run_large(args, all_runs: list, disagreements: list) -> list[str]:
-    n, frac, seed = args.n_large, 0.25, args.seeds_list[0]
+def run_large(args, n: int, all_runs: list, disagreements: list) -> list[str]:
+    frac, seed = 0.25, args.seeds_list[0]
     log(f"generating the large problem: n={n}, seed={seed}")
     t0 = time.perf_counter()
     p = random_problem(n, seed)
@@ -312,10 +380,15 @@ def run_large(args, all_runs: list, disagreements: list) -> list[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--families", type=lambda s: parse_list(s, str, "families"), default=["random"],
+                    help=f"problem families, comma-separated, or 'all' (default random; known: "
+                         f"{', '.join(FAMILIES)}); each has its own default sizes and budgets")
     ap.add_argument("--sizes", type=lambda s: parse_list(s, int, "sizes"), default=None,
-                    help="experiences per problem, comma-separated (default 50,100,200,400,800,1600)")
-    ap.add_argument("--fracs", type=lambda s: parse_list(s, float, "fracs"), default=list(DEFAULT_FRACS),
-                    help="budgets as fractions of the stream cost (default 0.10,0.25,0.50 = tight/medium/loose)")
+                    help="experiences per problem (streams for 'validity'), comma-separated (default: the "
+                         "family's, e.g. 50,100,200,400,800,1600 for random)")
+    ap.add_argument("--fracs", type=lambda s: parse_list(s, float, "fracs"), default=None,
+                    help="budgets as fractions of the stream cost (default: the family's, 0.10,0.25,0.50 for "
+                         "random, 0.05,0.10,0.25 for the hard families)")
     ap.add_argument("--seeds", type=int, default=None, help="seeds per cell, 0..k-1 (default 3; 1 with --quick)")
     ap.add_argument("--methods", type=lambda s: parse_list(s, str, "methods"), default=list(METHODS),
                     help=f"comma-separated (default {','.join(METHODS)})")
@@ -323,10 +396,11 @@ def main(argv=None) -> int:
     ap.add_argument("--cbc-max-n", type=int, default=0,
                     help="do not run milp-cbc above this many experiences, to shorten a run; 0 = no cap "
                          "(default 0: CBC took 0.6-1.5 s median at n=1600 here, one time-out at n=800)")
-    ap.add_argument("--quick", action="store_true", help="smoke run: sizes 50,100,200 and one seed")
-    ap.add_argument("--n-large", type=int, default=0,
-                    help="also solve one problem of this many experiences at 25%% budget with bnb alone and "
-                         "bnb + milp-highs certification (off by default; e.g. 10000)")
+    ap.add_argument("--quick", action="store_true", help="smoke run: the smallest sizes of each family (50,100,200 for random) and one seed")
+    ap.add_argument("--n-large", type=lambda s: parse_list(s, int, "n-large"), default=[],
+                    help="scale series: also solve one random problem of each of these sizes at 25%% budget "
+                         "with bnb alone and bnb + milp-highs certification (off by default; e.g. "
+                         "10000,30000, or 10000,30000,100000)")
     ap.add_argument("--large-time-limit", type=float, default=60.0, help="seconds per solver on --n-large")
     ap.add_argument("--large-only", action="store_true", help="skip the grid; run only --n-large")
     ap.add_argument("--json", metavar="PATH", help="write machine facts and every raw run here")
@@ -336,8 +410,11 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown method(s) {', '.join(unknown)}; valid: {', '.join(METHODS)}")
     methods = [m for m in METHODS if m in args.methods]  # fixed order, no duplicates
-    if args.sizes is None:
-        args.sizes = list(QUICK_SIZES if args.quick else DEFAULT_SIZES)
+    if args.families == ["all"]:
+        args.families = list(FAMILIES)
+    bad = [f for f in args.families if f not in FAMILIES]
+    if bad:
+        ap.error(f"unknown family(ies) {', '.join(bad)}; valid: {', '.join(FAMILIES)} or all")
     if args.seeds is None:
         args.seeds = 1 if args.quick else 3
     if args.seeds < 1:
@@ -357,7 +434,7 @@ def main(argv=None) -> int:
            f"load average at start {facts['load_average_at_start']}. numpy {v['numpy']}, scipy {v['scipy']}, "
            f"highspy {v['highspy']}, ortools {v['ortools']}, pulp {v['pulp']}. "
            f"Code: git {facts['git_head']}, solvers/bnb/*.py sha256 {facts['bnb_sha256']}.", "",
-           "Problems: `memaudit_solvers.random_problems.random_problem(n, seed)`; budget = fraction x `stream_cost()`.", ""]
+           "Budget = fraction x `stream_cost()` (the cost of keeping the cheapest candidate of every experience).", ""]
 
     warm = methods if not args.large_only else ["bnb", "milp-highs"]
     if args.n_large:
@@ -366,11 +443,22 @@ def main(argv=None) -> int:
 
     all_runs, disagreements = [], []
     started = time.perf_counter()
+    all_ratios: list = []
     if not args.large_only:
-        cells = run_grid(args, methods, all_runs, disagreements)
-        out += grid_table(cells, methods, args)
-    if args.n_large:
-        out += ([] if args.large_only else [""]) + run_large(args, all_runs, disagreements)
+        for family in args.families:
+            desc, sizes, fracs = FAMILIES[family]
+            sizes = args.sizes or (QUICK_FAMILY_SIZES[family] if args.quick else sizes)
+            fracs = args.fracs or fracs
+            cells = run_grid(args, family, sizes, fracs, methods, all_runs, disagreements)
+            out += [f"### Family `{family}`: {desc}", ""] + grid_table(cells, methods, args, all_ratios) + [""]
+        if len(args.families) > 1 and all_ratios:
+            worst, wc = max(all_ratios, key=lambda t: t[0])
+            out.append(f"**All families**: bnb median <= fastest MILP median in "
+                       f"{sum(r <= 1.0 for r, _ in all_ratios)}/{len(all_ratios)} cells; median ratio "
+                       f"{statistics.median(r for r, _ in all_ratios):.2f}; worst {worst:.2f} "
+                       f"({wc['family']} n={wc['n']} {budget_label(wc['frac'])}).")
+    for n in args.n_large:
+        out += [""] + run_large(args, n, all_runs, disagreements)
     elapsed = time.perf_counter() - started
     errors = [r for r in all_runs if r["status"] == "error"]
     out += ["", f"Total benchmark time {elapsed / 60:.1f} min."]
@@ -382,7 +470,8 @@ def main(argv=None) -> int:
     print("\n".join(out), flush=True)
 
     if args.json:
-        payload = {"machine": facts, "settings": {"sizes": args.sizes, "fracs": args.fracs, "seeds": args.seeds_list,
+        payload = {"machine": facts, "settings": {"families": args.families, "sizes": args.sizes, "fracs": args.fracs,
+                                                  "seeds": args.seeds_list,
                                                   "methods": methods, "time_limit": args.time_limit,
                                                   "cbc_max_n": args.cbc_max_n, "n_large": args.n_large},
                    "runs": all_runs, "disagreements": disagreements, "elapsed_seconds": elapsed}

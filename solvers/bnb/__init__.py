@@ -44,10 +44,14 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        and the best X for the right side is a multiple-choice knapsack, whose
        LP value is computed exactly and, when costs lie on a grid and the
        table is small (``dp_limit`` cells), whose integer value is computed by
-       dynamic programming.  Prices come from the LP relaxation (HiGHS via
-       scipy) where coupled units remain; the LP only *proposes* them -- the
+       dynamic programming.  Prices come from the LP relaxation where coupled
+       units remain (one persistent HiGHS model, see :mod:`memaudit_solvers.bnb.nodelp`,
+       whose bounds change per node); the LP only *proposes* them -- the
        bound is computed here and is valid whatever they are.
-    4. Incumbents: greedy, LP and DP roundings.  Reduced-cost fixing removes
+    4. Incumbents: greedy, LP and DP roundings, and at the root a sub-MIP
+       (HiGHS, at most 5 s and 30 % of the time left) over the LP's support
+       and the groups it splits (:mod:`memaudit_solvers.bnb.primal`); its store is
+       re-evaluated here and never enters a bound.  Reduced-cost fixing removes
        options whose bound cannot beat the incumbent; the search takes the
        open node of largest bound first, branching on the most fractional
        group of the node LP.
@@ -69,8 +73,9 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         returned with status ``timeout`` and the largest bound of the open
         nodes.  The decomposition stops enumerating components at the limit
         (the rest stay coupled), the first node then skips its LP and DP
-        steps, and later nodes are not started; only the reduction and one
-        Lagrangian bound (linear in the coverage entries) always run.
+        steps, and later nodes are not started; only the reduction, one greedy
+        store and one Lagrangian bound (linear in the coverage entries)
+        always run.
     root_lp, node_lp : bool
         Take unit prices from the LP relaxation at the root / at nodes the
         cheaper bounds do not close.  With both off the prices are the

@@ -88,7 +88,8 @@ def lagrangian_min(profit, cost, seg_starts, budget):
         lo = 0.0
         for _ in range(64):
             mid = 0.5 * (lo + hi)
-            if mid in (lo, hi):
+            # any lam gives a valid bound; 1e-10 relative in lam loosens it by at most 1e-10 * lam * budget
+            if mid in (lo, hi) or hi - lo <= 1e-10 * hi:
                 break
             if at(mid)[1] >= 0:
                 hi = mid

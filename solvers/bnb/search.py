@@ -9,13 +9,13 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..greedy import greedy_store
 from ..objective import budget_slack, coverage_sums, evaluate, unit_values
 from ..problem import Problem
 from .bound import lagrangian_min, residual_conjugate, right_slopes
 from .grid import cost_step, objective_grid
+from .nodelp import NodeLP
 from .primal import neighbourhood, sub_mip_store
 
 __all__ = ["Search", "Progress", "NONE"]
@@ -42,6 +42,9 @@ class Progress:
 
 #: seconds the root's sub-MIP heuristic may take at most (and at most 30 % of the time left)
 SUB_MIP_SECONDS = 5.0
+
+#: groups in the core of the root's sub-MIP when no unit is coupled
+CORE_GROUPS = 300
 
 #: seconds between two progress reports
 PROGRESS_EVERY = 1.0
@@ -71,6 +74,9 @@ class Search:
         self.opt_group = opt_group[order]
         self.opt_cost = np.where(self.opt_cand >= 0, problem.costs[np.maximum(self.opt_cand, 0)], 0.0)
         self.n_opts = self.opt_cand.size
+        self.group_present = np.zeros(problem.n_groups, dtype=bool)
+        self.group_present[groups_present] = True
+        self.node_lp = None          # the persistent HiGHS LP, built at the first LP solve
         self.delta = objective_grid(problem)
         self.cost_step = cost_step(problem.costs)
         self.inc_value = -math.inf
@@ -164,19 +170,16 @@ class Search:
         table = np.full(cap + 1, -np.inf)
         table[0] = 0.0
         choice = np.zeros((n_seg, cap + 1), dtype=np.int32)
+        width = cap + 1
+        shift = width - np.minimum(cost_units, width)[:, None] + np.arange(width)[None, :]   # (options, width)
+        padded = np.full(2 * width, -np.inf)
         for s in range(n_seg):
-            new = np.full(cap + 1, -np.inf)
-            arg = np.full(cap + 1, -1, dtype=np.int32)
-            for o in range(starts[s], ends[s]):
-                c = cost_units[o]
-                if c > cap:
-                    continue
-                cand_vals = table[: cap + 1 - c] + profit[o]
-                better = cand_vals > new[c:]
-                new[c:] = np.where(better, cand_vals, new[c:])
-                arg[c:] = np.where(better, o, arg[c:])
-            table = new
-            choice[s] = arg
+            # all options of the group at once: option o moves table[j - c_o] to j (-inf below c_o)
+            padded[width:] = table
+            vals = padded[shift[starts[s]:ends[s]]] + profit[starts[s]:ends[s], None]
+            best = np.argmax(vals, axis=0)              # the first option among ties, as one at a time would
+            table = vals[best, np.arange(width)]
+            choice[s] = starts[s] + best
         best_cap = int(np.argmax(table))
         if not np.isfinite(table[best_cap]):
             info["ub"] = -math.inf
@@ -193,68 +196,28 @@ class Search:
         info["ub"] = min(info["ub"], ub)
 
     # -- LP relaxation of a node: used only to propose unit prices --------
-    def lp_prices(self, info):
+    def lp_prices(self, info, allowed):
         """Solve the node's LP relaxation; return (prices mu, x of free options, LP value) or None."""
-        from scipy.optimize import linprog
-
         p = self.p
-        free_idx = info["free_idx"]
-        oc = self.opt_cand[free_idx]
-        real = np.flatnonzero(oc >= 0)
-        cands = oc[real]
-        if cands.size == 0:
-            return None
-        sub = p.coverage[cands]                          # (n_x, n_units)
-        touched = np.unique(sub.indices)
-        sub = sub[:, touched]                            # (n_x, n_t)
-        n_x, n_t = cands.size, touched.size
-        sums = info["sums"][touched]
-        a = p.h_slopes[touched]
-        b = p.h_intercepts[touched]
-        hs = np.min(a * sums[:, None] + b, axis=1)
-        b_res = a * sums[:, None] + b - hs[:, None]      # residual pieces: y <= a*t + b_res
-        flat = a <= 0
-        y_cap = np.where(flat, b_res, np.inf).min(axis=1)
-        rows_r, rows_k = np.nonzero(~flat)
-        n_pieces = rows_r.size
-        w = p.weights[touched]
-        # piece rows:  y_r - a_rk * sum_u sub[u, r] x_u <= b_res_rk
-        sub_t = sp.csr_array(sub.T)                      # (n_t, n_x)
-        block = sp.csr_array(sub_t[rows_r].multiply((-a[rows_r, rows_k])[:, None]))
-        y_part = sp.csr_array((np.ones(n_pieces), (np.arange(n_pieces), rows_r)), shape=(n_pieces, n_t))
-        grp_local = info["grp"][real]
-        g_ids, g_local = np.unique(grp_local, return_inverse=True)
-        grp_rows = sp.csr_array((np.ones(n_x), (g_local, np.arange(n_x))), shape=(g_ids.size, n_x))
+        if self.node_lp is None:
+            self.node_lp = NodeLP(p, self.budget)
+        real = self.opt_cand >= 0
+        upper = np.zeros(p.n_candidates)
+        upper[self.opt_cand[allowed & real]] = 1.0
+        lower = np.zeros(p.n_candidates)
+        lower[info["store"]] = 1.0
         none_allowed = np.zeros(p.n_groups, dtype=bool)
-        none_allowed[self.opt_group[free_idx[oc < 0]]] = True
-        eq = ~none_allowed[g_ids]
-        n_le, n_eq = int((~eq).sum()), int(eq.sum())
-        # the LP engine's tolerances are absolute: hand it weights and costs of scale 1
-        w_scale = float(w.max()) if w.size and w.max() > 0 else 1.0
-        c_scale = max(float(info["rest"]), float(p.costs[cands].max()))
-        c_scale = c_scale if c_scale > 0 else 1.0
-        a_ub = sp.vstack([sp.hstack([block, y_part]),
-                          sp.hstack([sp.csr_array(p.costs[cands][None, :] / c_scale), sp.csr_array((1, n_t))]),
-                          sp.hstack([grp_rows[np.flatnonzero(~eq)], sp.csr_array((n_le, n_t))])]).tocsc()
-        b_ub = np.concatenate([b_res[rows_r, rows_k], [info["rest"] / c_scale], np.ones(n_le)])
-        a_eq = b_eq = None
-        if n_eq:
-            a_eq = sp.hstack([grp_rows[np.flatnonzero(eq)], sp.csr_array((n_eq, n_t))]).tocsc()
-            b_eq = np.ones(n_eq)
-        c = np.concatenate([np.zeros(n_x), -w / w_scale])
-        bounds = np.column_stack([np.zeros(n_x + n_t), np.concatenate([np.ones(n_x), y_cap])])
+        none_allowed[self.opt_group[allowed & ~real]] = True
+        group_lower = (self.group_present & ~none_allowed).astype(float)
         self.stats["lp_solves"] += 1
-        res = linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs")
-        if res.status != 0:
+        out = self.node_lp.solve(lower, upper, group_lower)
+        if out is None:
             return None
-        duals = np.maximum(-res.ineqlin.marginals[:n_pieces], 0.0) * w_scale
-        mu_t = np.zeros(n_t)
-        np.add.at(mu_t, rows_r, a[rows_r, rows_k] * duals)
-        mu = np.full(p.n_units, np.inf)
-        mu[touched] = mu_t
-        x_opt = np.zeros(free_idx.size)
-        x_opt[real] = res.x[:n_x]
-        return mu, x_opt, -res.fun * w_scale + info["f_store"]
+        mu, x, value = out
+        oc = self.opt_cand[info["free_idx"]]
+        x_opt = np.zeros(oc.size)
+        x_opt[oc >= 0] = x[oc[oc >= 0]]
+        return mu, x_opt, value
 
     # -- heuristics -------------------------------------------------------
     def round_store(self, info, x_opt=None):
@@ -275,8 +238,8 @@ class Search:
         self.offer(store)
         return store
 
-    def bound(self, allowed, mu):
-        """Analyse a node: Lagrangian bound, rounding, then the DP bound; None if closed."""
+    def bound(self, allowed, mu, dp: bool = True):
+        """Analyse a node: Lagrangian bound, rounding, then (if ``dp``) the DP bound; None if closed."""
         info = self.analyse(allowed, mu)
         if info is None:
             return None
@@ -286,12 +249,46 @@ class Search:
         self.round_store(info)
         if self.can_prune(info["ub"]):
             return None
-        if self.out_of_time():
+        if not dp or self.out_of_time():
             return info
         self.dp_bound(info)
         if self.can_prune(info["ub"]):
             return None
         return info
+
+    def root_core_mip(self, info):
+        """Without coupled units: keep the Lagrangian choice outside a core of groups, sub-MIP the core.
+
+        The core is the groups whose two best options are closest in reduced profit (the ones the
+        budget price cannot decide).  Every unit is private here, so the rest of the store is fixed
+        without touching the core's value.
+        """
+        remaining = self.deadline - time.perf_counter()
+        seconds = min(SUB_MIP_SECONDS, 0.3 * remaining)
+        if seconds <= 0.05 or self.use_lp or "pick" not in info:
+            return info
+        d, seg_of, starts = info["d"], info["seg_of"], info["starts"]
+        order = np.lexsort((-d, seg_of))                     # by group, best reduced profit first
+        second = np.minimum(starts + 1, d.size - 1)
+        has_two = np.append(starts[1:], d.size) - starts >= 2
+        gap = np.where(has_two, d[order[starts]] - d[order[second]], np.inf)
+        core_segs = np.argsort(gap, kind="stable")[:CORE_GROUPS]
+        in_core = np.zeros(starts.size, dtype=bool)
+        in_core[core_segs[np.isfinite(gap[core_segs])]] = True
+        oc = self.opt_cand[info["free_idx"]]
+        fixed = oc[info["pick"] & ~in_core[seg_of] & (oc >= 0)]
+        outside = np.concatenate([info["store"], fixed]).astype(np.int64)
+        rest = self.budget - float(self.p.costs[outside].sum())
+        cands = oc[in_core[seg_of] & (oc >= 0)]
+        if rest < 0 or cands.size == 0:
+            return info
+        t0 = time.perf_counter()
+        store = sub_mip_store(self.p, rest, cands, seconds)
+        self.stats["sub_mip_seconds"] = time.perf_counter() - t0
+        self.stats["sub_mip_candidates"] = int(cands.size)
+        if store is not None:
+            self.offer(np.concatenate([outside, store]))
+        return None if self.can_prune(info["ub"]) else info
 
     def root_sub_mip(self, info, lp_x):
         """Offer the store of a time-boxed sub-MIP on the LP's open groups; None if that closes the root."""
@@ -354,10 +351,11 @@ class Search:
                 self.stats["pruned"] += 1
                 continue
             self.stats["nodes"] += 1
-            info = self.bound(allowed, mu)
+            lp_wanted = self.use_lp and (root_lp if is_root else node_lp)
+            info = self.bound(allowed, mu, dp=not lp_wanted)     # with an LP, the DP waits for its prices
             lp_x = None
-            if info is not None and self.use_lp and (root_lp if is_root else node_lp) and not self.out_of_time():
-                lp = self.lp_prices(info)
+            if info is not None and lp_wanted and not self.out_of_time():
+                lp = self.lp_prices(info, allowed)
                 if lp is not None:
                     mu_lp, lp_x, lp_val = lp
                     if is_root:
@@ -365,13 +363,20 @@ class Search:
                     store = self.round_store(info, lp_x)
                     if not self.out_of_time():
                         self.offer(greedy_store(self.p, self.budget, start=store))
-                    info_lp = self.bound(allowed, np.where(np.isinf(mu_lp), mu, mu_lp))
+                    info_lp = self.bound(allowed, np.where(np.isinf(mu_lp), mu, mu_lp), dp=False)
                     if info_lp is None:
                         info = None
                     elif info_lp["ub_lagr"] <= info["ub_lagr"]:
                         info = info_lp
-                    if is_root and info is not None:
-                        info = self.root_sub_mip(info, lp_x)
+            if info is not None and lp_wanted and not self.out_of_time():
+                self.dp_bound(info)
+                if self.can_prune(info["ub"]):
+                    info = None
+            if is_root and info is not None:
+                info = self.root_sub_mip(info, lp_x) if lp_x is not None else self.root_core_mip(info)
+            if info is not None:
+                # the parent's bound holds on this subtree too: a node's bound never exceeds it
+                info["ub"] = min(info["ub"], parent_ub)
             if is_root:
                 self.stats["root_bound"] = info["ub"] if info is not None else self.inc_value
             if info is None:

@@ -1,0 +1,94 @@
+"""bnb's node LP: one persistent HiGHS model of the reduced problem's LP relaxation.
+
+Each node only changes column and row bounds (candidates fixed in or out, groups that must take
+an option) and re-solves with the dual simplex from the last basis.  The LP only *proposes* unit
+prices and a fractional point: every bound bnb reports is recomputed from those prices by
+:mod:`memaudit_solvers.bnb.bound`, valid whatever the LP engine returns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..problem import Problem
+
+__all__ = ["NodeLP"]
+
+
+class NodeLP:
+    """``max sum_r w_r y_r`` s.t. ``y_r <= a_rk * (sum_u a_ur x_u) + b_rk`` per piece, the budget, one per group.
+
+    Columns: ``x_u`` (one per candidate, in [0, 1]) then ``y_r`` (one per unit).  Rows: the
+    pieces with a positive slope, the budget, one row per group.  Weights and costs are handed to
+    HiGHS at scale 1 (its tolerances are absolute).
+    """
+
+    def __init__(self, problem: Problem, budget: float):
+        import highspy
+
+        self.hs = highspy
+        p = problem
+        n_x, n_y = p.n_candidates, p.n_units
+        a, b = p.h_slopes, p.h_intercepts
+        flat = a <= 0
+        y_cap = np.where(flat, b, np.inf).min(axis=1)
+        self.rows_r, rows_k = np.nonzero(~flat)
+        self.slope = a[self.rows_r, rows_k]
+        n_pieces = self.rows_r.size
+        self.w_scale = float(p.weights.max()) if n_y and p.weights.max() > 0 else 1.0
+        self.c_scale = max(float(budget), float(p.costs.max()) if n_x else 0.0) or 1.0
+        cov_t = sp.csr_array(p.coverage.T)                                       # (n_y, n_x)
+        piece_x = sp.csr_array(cov_t[self.rows_r].multiply((-self.slope)[:, None]))
+        piece_y = sp.csr_array((np.ones(n_pieces), (np.arange(n_pieces), self.rows_r)), shape=(n_pieces, n_y))
+        budget_row = sp.csr_array(p.costs[None, :] / self.c_scale)
+        group_rows = sp.csr_array((np.ones(n_x), (p.groups, np.arange(n_x))), shape=(p.n_groups, n_x))
+        matrix = sp.vstack([sp.hstack([piece_x, piece_y]),
+                            sp.hstack([budget_row, sp.csr_array((1, n_y))]),
+                            sp.hstack([group_rows, sp.csr_array((p.n_groups, n_y))])]).tocsc()
+        inf = highspy.kHighsInf
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = n_x + n_y, matrix.shape[0]
+        lp.col_cost_ = np.concatenate([np.zeros(n_x), -p.weights / self.w_scale])
+        lp.col_lower_ = np.zeros(n_x + n_y)
+        lp.col_upper_ = np.concatenate([np.ones(n_x), np.where(np.isinf(y_cap), inf, y_cap)])
+        lp.row_lower_ = np.full(matrix.shape[0], -inf)
+        lp.row_upper_ = np.concatenate([b[self.rows_r, rows_k], [budget / self.c_scale], np.ones(p.n_groups)])
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_x + n_y, matrix.shape[0]
+        lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
+        lp.a_matrix_.value_ = matrix.data.astype(float)
+        cls = getattr(getattr(highspy, "_core", None), "_Highs", None) or highspy.Highs   # no banner
+        h = cls()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        h.passModel(lp)
+        self.h = h
+        self.n_x, self.n_y, self.n_pieces = n_x, n_y, n_pieces
+        self.group_row0 = n_pieces + 1
+        self.n_groups = p.n_groups
+        self.x_idx = np.arange(n_x, dtype=np.int32)
+        self.g_idx = np.arange(self.group_row0, self.group_row0 + p.n_groups, dtype=np.int32)
+
+    def solve(self, lower: np.ndarray, upper: np.ndarray, group_lower: np.ndarray):
+        """Re-solve with these candidate bounds and group-row lower bounds.
+
+        Returns ``(mu, x, value)``: unit prices (from the piece rows' duals), the candidates'
+        LP values and the LP value, or None when HiGHS does not report an optimum.
+        """
+        h = self.h
+        h.changeColsBounds(self.n_x, self.x_idx, lower.astype(float), upper.astype(float))
+        h.changeRowsBounds(self.n_groups, self.g_idx, group_lower.astype(float), np.ones(self.n_groups))
+        status = h.run()
+        if status.name == "kError" and h.getModelStatus().name == "kNotset":
+            h.resetGlobalScheduler(True)        # another HiGHS user started the scheduler differently
+            status = h.run()
+        if h.getModelStatus() != self.hs.HighsModelStatus.kOptimal:
+            return None
+        sol = h.getSolution()
+        duals = np.maximum(-np.asarray(sol.row_dual)[: self.n_pieces], 0.0) * self.w_scale
+        mu = np.zeros(self.n_y)
+        np.add.at(mu, self.rows_r, self.slope * duals)
+        value = -h.getInfo().objective_function_value * self.w_scale
+        return mu, np.asarray(sol.col_value)[: self.n_x], value
