@@ -149,7 +149,7 @@ def _kinds_plot(kt):
     ax.set_ylabel("stored candidates per store (mean)")
     ax.set_title("kinds each method keeps")
     ax.tick_params(axis="x", rotation=30)
-    ax.legend(fontsize="small", ncol=3)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), title="kind")
     fig.tight_layout()
     return _png(fig)
 
@@ -175,7 +175,8 @@ def _record_section(df, kind: str, title: str, what: str) -> str:
     headers = ["package", what, "status", *keys]
     body = []
     for (_, r), f in zip(rows.iterrows(), flat):
-        cells = [r["package_id"] or r["package_sha256"][:12], r["method"], r["status"]]
+        pid = r["package_id"]
+        cells = [pid if isinstance(pid, str) and pid else r["package_sha256"][:12], r["method"], r["status"]]
         for k in keys:
             v = f.get(k)
             cells.append(_num(v) if isinstance(v, float) else ("-" if v is None else str(v)))
