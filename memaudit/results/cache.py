@@ -9,7 +9,9 @@ optimality proofs themselves are taken from the store.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import math
 import sys
 import traceback
@@ -33,14 +35,25 @@ def package_digest(pkg: Package) -> str:
 
     Two files that differ only in layout share their results; any change of content does not.
     """
-    return hashlib.sha256(canonical_json(package_to_dict(pkg)).encode("utf-8")).hexdigest()
+    text = json.dumps(package_to_dict(pkg), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)  # JSON-mode data already: no need for canonical_json's unwrapping
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_versions() -> tuple:
+    from solvers.milp import backend_versions
+
+    return tuple(sorted(backend_versions().items()))
 
 
 def versions_of(*names) -> dict:
-    """``{name: version}`` of the MILP back-ends among ``names`` (the others need none)."""
-    from solvers.milp import backend_versions
+    """``{name: version}`` of the MILP back-ends among ``names`` (the others need none).
 
-    versions = backend_versions()
+    Read from the package metadata once per process (installing another back-end version means
+    a new process).
+    """
+    versions = dict(_installed_versions())
     return {n: versions[n] for n in names if n in versions}
 
 
