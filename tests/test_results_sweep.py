@@ -171,8 +171,8 @@ def test_local_cluster_sweep_survives_a_killed_worker(tmp_path, cluster_client):
     failed = [c for c in rep.failed]
     assert len(ok) + len(failed) == n
     assert all("KilledWorker" in c.error or "died" in c.error.lower() for c in failed)
-    # whatever failed is redone by a rerun: nothing is lost
-    again = run_sweep(SMALL, FRACS, METHODS, db=db, client=cluster_client, progress=False)
+    # whatever failed is redone by a rerun (through the scheduler's address, as --scheduler does): nothing is lost
+    again = run_sweep(SMALL, FRACS, METHODS, db=db, scheduler=cluster_client.scheduler.address, progress=False)
     assert not again.failed and again.reused == n - len(failed)
     got, keys, _ = _stored(db)
     assert len(keys) == n and got == truth
@@ -192,3 +192,21 @@ def test_local_cluster_worker_that_dies_on_a_cell_fails_only_that_cell(tmp_path,
     # the cluster recovers: a later grid runs fine
     after = run_sweep(SMALL[2:3], [0.2], ["density"], db=db, client=cluster_client, progress=False)
     assert not after.failed
+
+
+@pytest.mark.slow
+def test_sweep_cli_on_a_local_cluster_of_two_workers(tmp_path):
+    db = tmp_path / "r.sqlite"
+    r = CliRunner().invoke(main, ["sweep", str(SMALL[0]), str(SMALL[1]), "--budget-frac", "0.2", "--methods",
+                                  "density", "--db", str(db), "--workers", "2", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert "4 cells" in r.output and "4 computed, 0 failed; dask (LocalCluster)" in r.output
+    got, keys, _ = _stored(db)
+    assert len(keys) == 4 and got == _round(_truth(SMALL[:2], [0.2], ["density"]))
+
+
+@pytest.mark.slow
+def test_unreachable_scheduler_is_a_one_line_error(tmp_path):
+    r = CliRunner().invoke(main, ["sweep", str(SMALL[0]), "--budget-frac", "0.2", "--methods", "density", "--db",
+                                  str(tmp_path / "r.sqlite"), "--scheduler", "tcp://127.0.0.1:9", "--no-progress"])
+    assert r.exit_code == 1 and r.output.startswith("error: cannot reach the Dask scheduler at tcp://127.0.0.1:9")

@@ -229,7 +229,7 @@ def _client_for(workers, scheduler):
 
     if scheduler:
         try:
-            return Client(scheduler, timeout="20s"), None
+            return Client(scheduler, timeout="10s"), None
         except (OSError, TimeoutError) as exc:
             raise SweepError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
     n = workers or os.cpu_count() or 1
