@@ -68,3 +68,12 @@ def test_unusable_store_is_a_one_line_error(tmp_path):
     bad.write_bytes(b"not a database" * 200)
     r = run("solve", QUICKSTART, "--budget", "30", "--db", bad)
     assert r.exit_code == 1 and r.output.startswith(f"error: {bad}: not a memaudit results store")
+
+
+def test_unusable_default_store_only_warns(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setenv("MEMAUDIT_DB", str(blocker / "sub" / "results.sqlite"))  # its folder cannot be made
+    r = run("solve", QUICKSTART, "--budget", "30")
+    assert r.exit_code == 0 and "warning: results store unavailable, nothing is cached" in r.output
+    assert "status: certified" in r.output

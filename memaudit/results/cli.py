@@ -24,18 +24,29 @@ def cache_options(f):
 
 
 def make_cache(db, no_cache: bool, package_path=None):
-    """The :class:`~memaudit.results.cache.ResultsCache` of the ``--db`` / ``--no-cache`` options."""
-    from .cache import ResultsCache
+    """The :class:`~memaudit.results.cache.ResultsCache` of the ``--db`` / ``--no-cache`` options.
 
-    return ResultsCache(db, use_cache=not no_cache, package_path=package_path)
+    An explicit ``--db`` that cannot be opened is an error; the *default* store that cannot be
+    opened (a read-only home, say) is only a warning: the command then runs without a store.
+    """
+    from .cache import MemoryStore, ResultsCache
+    from .store import StoreError
+
+    try:
+        return ResultsCache(db, use_cache=not no_cache, package_path=package_path)
+    except StoreError as exc:
+        if db is not None:
+            raise
+        click.echo(f"warning: results store unavailable, nothing is cached: {exc}", err=True)
+        return ResultsCache(MemoryStore(), use_cache=not no_cache, package_path=package_path)
 
 
 def say_reused(cache) -> None:
     """One stderr line per solve taken from the store."""
     for r in cache.reused:
         click.echo(f"note: certified OPT of {r['package']} at budget {r['budget']:g} ({r['method']} + "
-                   f"{r['backend'] or 'no back-end'}) reused from the results store {cache.store.path}; "
-                   "--no-cache re-solves", err=True)
+                   f"{r['backend'] or 'no back-end'}) reused from the results store "
+                   f"{getattr(cache.store, 'path', '(memory)')}; --no-cache re-solves", err=True)
 
 
 def _package_files(args) -> list[str]:
