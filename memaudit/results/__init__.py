@@ -1,6 +1,6 @@
 """Results that last: the SQLite results store, cached solves, ``memaudit sweep`` and the HTML report.
 
->>> from memaudit.results import load, cached_solve, Store   # doctest: +SKIP
+``memaudit.results.load(db)`` gives the store as a pandas DataFrame; see docs/results.md.
 """
 
 from .api import family_table, kinds_table, load, ratio_intervals, ratio_table, scores, validity_table
