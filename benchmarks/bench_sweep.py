@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
 
     def grid(label, db, **kw):
-        t, rep = timed(lambda: run_sweep(paths, fracs, methods, db=db, progress=False, command="bench_sweep", **kw))
+        t, rep = timed(lambda: run_sweep(paths, fracs, methods, db=db, progress=False, command="python benchmarks/bench_sweep.py", **kw))
         assert not rep.failed, [(c.package, c.method, c.error) for c in rep.failed]
         print(f"  {label:28s} {t:9.3f} s   computed {rep.computed:5d}  reused {rep.reused:5d}  ({rep.mode})")
         return t, rep

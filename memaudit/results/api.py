@@ -40,6 +40,9 @@ def frame(rows):
             rec[f"kinds.{k}"] = n
         records.append(rec)
     df = pd.DataFrame.from_records(records, columns=None if records else ["id", "key", *COLUMNS, "settings_text"])
+    if len(df):
+        # B / stream cost is the requested fraction up to round-off (0.1 may come back as 0.10000000000000002)
+        df["budget_frac"] = df["budget_frac"].astype(float).round(9)
     for c in df.columns:
         if c.startswith("kinds."):
             df[c] = df[c].fillna(0).astype(int)

@@ -57,8 +57,16 @@ def versions_of(*names) -> dict:
     return {n: versions[n] for n in names if n in versions}
 
 
-def _family(pkg: Package):
-    return pkg.meta.get("generator") if isinstance(pkg.meta, dict) else None
+def _family(pkg: Package, path=None):
+    """The package's family: its generator, else the folder its file is in (a hand-built package of a set)."""
+    gen = pkg.meta.get("generator") if isinstance(pkg.meta, dict) else None
+    if gen:
+        return str(gen)
+    if path is not None:
+        from pathlib import Path
+
+        return Path(path).resolve().parent.name or None
+    return None
 
 
 def _frac(pkg: Package, budget: float):
@@ -99,7 +107,8 @@ def solve_row(report: SolveReport, key: str, ident: dict, *, package_path=None, 
         cert = build_certificate(report, package_path, budget_frac=budget_frac)
     reusable = report.certified or (report.backend is None and report.result.status == "optimal")
     result = report.result
-    return {"key": key, **ident, "package_id": report.package.id, "package_family": _family(report.package),
+    return {"key": key, **ident, "package_id": report.package.id,
+            "package_family": _family(report.package, package_path),
             "budget_frac": budget_frac if budget_frac is not None else _frac(report.package, report.budget),
             "status": report.status, "certified": report.certified, "reusable": reusable,
             "value": report.value, "opt": report.value if reusable else None, "ratio": 1.0 if reusable else None,
@@ -205,11 +214,13 @@ class ResultsCache:
         ``{"package", "budget", "method", "backend"}`` of each solve taken from the store.
     """
 
-    def __init__(self, db=None, *, use_cache: bool = True, package_path=None, command: str | None = None):
+    def __init__(self, db=None, *, use_cache: bool = True, package_path=None, command: str | None = None,
+                 family: str | None = None):
         self.store = db if isinstance(db, MemoryStore) else open_store(db)
         self.use_cache = use_cache
         self.package_path = package_path
         self.command = command if command is not None else " ".join(["memaudit", *sys.argv[1:]])
+        self.family = family
         self.reused: list[dict] = []
         self._digests: dict[int, tuple[Package, str]] = {}
         self._reports: dict[str, tuple] = {}
@@ -249,6 +260,8 @@ class ResultsCache:
                                progress=progress)
         row = solve_row(report, key, ident, package_path=self.package_path, budget_frac=budget_frac,
                         extra={"command": self.command})
+        if self.family:
+            row["package_family"] = self.family
         self.store.put([row], replace=True)
         self._reports[key] = (pkg, report, False)
         return report, False
@@ -265,7 +278,8 @@ class ResultsCache:
         rows = []
         for s in rep.scores:
             key, ident = score_key(sha, rep.budget, s.method, dict(settings.get(s.method, {})))
-            rows.append({"key": key, **ident, "package_id": pkg.id, "package_family": _family(pkg),
+            rows.append({"key": key, **ident, "package_id": pkg.id,
+                         "package_family": self.family or _family(pkg, self.package_path),
                          "budget_frac": rep.budget_frac, "status": "scored", "certified": False,
                          "reusable": bool(rep.opt_certified) and "time_limit" not in ident["settings"],
                          "value": s.value, "opt": rep.opt, "ratio": s.ratio, "cost": s.cost,

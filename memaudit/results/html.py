@@ -119,7 +119,7 @@ def _ratio_plot(iv, family: str):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.2, 4.2))
+    fig, ax = plt.subplots(figsize=(8.4, 4.2))
     for method, g in iv.groupby("method", sort=True):
         g = g.sort_values("budget_frac")
         line, = ax.plot(g["budget_frac"], g["mean"], marker="o", label=method)
@@ -127,9 +127,9 @@ def _ratio_plot(iv, family: str):
     ax.set_xlabel("budget (fraction of the stream cost)")
     ax.set_ylabel("ratio to certified OPT")
     ax.set_ylim(0, 1.05)
-    ax.set_title(f"{family}: mean ratio to OPT, band = 95% bootstrap interval of the mean")
+    ax.set_title(f"{family}: mean ratio to OPT (band: 95% bootstrap interval of the mean)", fontsize="medium")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", ncol=3, loc="lower right")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), title="method")
     fig.tight_layout()
     return _png(fig)
 

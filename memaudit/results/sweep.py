@@ -25,8 +25,8 @@ from solvers.certify import CERT_RTOL
 
 from ..errors import MemauditError
 from ..package import load_package, package_from_dict, package_to_dict, resolve_budget
-from .cache import (MemoryStore, ResultsCache, error_row, format_exception, package_digest, report_from_row,
-                    score_key, solve_key)
+from .cache import (MemoryStore, ResultsCache, _family, error_row, format_exception, package_digest,
+                    report_from_row, score_key, solve_key)
 from .store import open_store
 
 __all__ = ["SweepError", "SweepReport", "Cell", "run_sweep", "run_group", "plan_sweep", "DEFAULT_SWEEP_METHODS"]
@@ -111,7 +111,7 @@ def plan_sweep(paths, budget_fracs, methods, *, backend="milp-highs", time_limit
         for f in fracs:
             b = resolve_budget(pkg, budget_frac=f)
             skey, sident = solve_key(sha, b, "bnb", backend, {"time_limit": time_limit, "rtol": float(CERT_RTOL)})
-            group = {"package": data, "package_id": pkg.id, "family": pkg.meta.get("generator"), "path": path,
+            group = {"package": data, "package_id": pkg.id, "family": _family(pkg, path), "path": path,
                      "budget": b, "budget_frac": float(f), "backend": backend, "time_limit": time_limit,
                      "solve": (skey, sident), "methods": []}
             cells.append(Cell(pkg.id, path, float(f), b, "OPT", skey))
@@ -157,7 +157,7 @@ def run_group(task: dict) -> list[dict]:
     pkg = package_from_dict(task["package"], source=task["path"])
     skey, sident = task["solve"]
     mem = MemoryStore([task["opt_row"]] if task.get("opt_row") else [])
-    cache = ResultsCache(mem, command=task.get("command", ""))
+    cache = ResultsCache(mem, command=task.get("command", ""), family=task["family"])
     rows: list[dict] = []
     b, frac = task["budget"], task["budget_frac"]
 
