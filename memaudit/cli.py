@@ -175,7 +175,7 @@ def solve(package, budget, budget_frac, method, backend, time_limit, as_json, ou
     cache = make_cache(db, no_cache, package)
     report = cache.solve_package(pkg, budget=b, method=method, backend=backend, time_limit=time_limit,
                                  progress=progress_printer(verbose), budget_frac=budget_frac)
-    say_reused(cache)
+    say_reused(cache, quiet=as_json and not verbose)
     cert = build_certificate(report, package, budget_frac=budget_frac)
     if output is not None:
         write_certificate(cert, output)
@@ -354,7 +354,7 @@ def baseline(package, budget, budget_frac, methods, time_limit, backend, seed, g
                         settings=_baseline_settings(names, seed, gvt_eps, gvt_floor, pick), backend=backend,
                         time_limit=time_limit, progress=progress_printer(verbose),
                         cache=(cache := make_cache(db, no_cache, package)))
-    say_reused(cache)
+    say_reused(cache, quiet=as_json and not verbose)
     if as_json:
         click.echo(json.dumps(rep.to_dict(), indent=2, ensure_ascii=False, allow_nan=False))
         return
@@ -421,7 +421,7 @@ def compare(package, budget_fracs, methods, time_limit, backend, seed, gvt_eps, 
                            settings=_baseline_settings(names, seed, gvt_eps, gvt_floor, pick), backend=backend,
                            time_limit=time_limit, progress=progress_printer(verbose),
                            cache=(cache := make_cache(db, no_cache, package)))
-    say_reused(cache)
+    say_reused(cache, quiet=(as_csv or as_json) and not verbose)
     if output is not None:
         data = (_csv_text(rows) if output.lower().endswith(".csv")
                 else json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False) + "\n")

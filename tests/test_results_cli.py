@@ -23,11 +23,13 @@ def test_solve_reuses_a_certified_opt_and_no_cache_resolves(tmp_path):
     db = tmp_path / "r.sqlite"
     first = run("solve", QUICKSTART, "--budget-frac", "0.25", "--db", db, "--json")
     assert first.exit_code == 0 and "reused from the results store" not in first.output
-    again = run("solve", QUICKSTART, "--budget-frac", "0.25", "--db", db, "--json")
+    again = run("solve", QUICKSTART, "--budget-frac", "0.25", "--db", db, "--json", "-v")
     assert again.exit_code == 0
-    assert f"reused from the results store {db}; --no-cache re-solves" in again.output
-    a = json.loads(first.output[first.output.index("{"):])
-    b = json.loads(again.output[again.output.index("{"):])
+    assert f"reused from the results store {db}; --no-cache re-solves" in again.stderr
+    quiet = run("solve", QUICKSTART, "--budget-frac", "0.25", "--db", db, "--json")
+    assert "reused" not in quiet.stderr and json.loads(quiet.stdout)["certified"]
+    a = json.loads(first.stdout)
+    b = json.loads(again.stdout)
     assert (a["opt"], a["store"], a["certified"]) == (b["opt"], b["store"], True)
     fresh = run("solve", QUICKSTART, "--budget-frac", "0.25", "--db", db, "--no-cache")
     assert fresh.exit_code == 0 and "reused" not in fresh.output and "status: certified" in fresh.output
@@ -51,10 +53,10 @@ def test_compare_and_baseline_reuse_opt_and_store_scores(tmp_path):
     before = pkg.read_bytes()
     cold = run("compare", pkg, "--budget-frac", "0.25,0.5", "--method", "density,gvt", "--db", db, "--json")
     assert cold.exit_code == 0 and "reused" not in cold.output
-    warm = run("compare", pkg, "--budget-frac", "0.25,0.5", "--method", "density,gvt", "--db", db, "--json")
-    assert warm.exit_code == 0 and warm.output.count("reused from the results store") == 2
+    warm = run("compare", pkg, "--budget-frac", "0.25,0.5", "--method", "density,gvt", "--db", db, "--json", "-v")
+    assert warm.exit_code == 0 and warm.stderr.count("reused from the results store") == 2
     strip = lambda rows: [{k: v for k, v in r.items() if k != "wall_time"} for r in rows]  # noqa: E731
-    out = lambda r: json.loads(r.output[r.output.index("["):])  # noqa: E731
+    out = lambda r: json.loads(r.stdout)  # noqa: E731
     assert strip(out(cold)) == strip(out(warm))
     base = run("baseline", pkg, "--budget-frac", "0.25", "--method", "density", "--db", db)
     assert base.exit_code == 0 and "reused from the results store" in base.output

@@ -41,8 +41,11 @@ def make_cache(db, no_cache: bool, package_path=None):
         return ResultsCache(MemoryStore(), use_cache=not no_cache, package_path=package_path)
 
 
-def say_reused(cache) -> None:
-    """One stderr line per solve taken from the store."""
+def say_reused(cache, quiet: bool = False) -> None:
+    """One stderr line per solve taken from the store (none when ``quiet``: machine-readable output
+    without ``-v``)."""
+    if quiet:
+        return
     for r in cache.reused:
         click.echo(f"note: certified OPT of {r['package']} at budget {r['budget']:g} ({r['method']} + "
                    f"{r['backend'] or 'no back-end'}) reused from the results store "
