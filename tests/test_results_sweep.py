@@ -136,7 +136,8 @@ def cluster_client():
     from dask.distributed import Client, LocalCluster
 
     faulty.install()
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+    # a task is failed at its first dead worker (then split per method): fewer worker restarts to wait for
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
         client = Client(cluster)
         client.register_plugin(faulty.InstallFaulty())
@@ -182,7 +183,7 @@ def test_local_cluster_sweep_survives_a_killed_worker(tmp_path, cluster_client):
 def test_local_cluster_worker_that_dies_on_a_cell_fails_only_that_cell(tmp_path, cluster_client):
     db = tmp_path / "r.sqlite"
     rep = run_sweep(SMALL[:1], [0.2], ["density", "die-test"], db=db, client=cluster_client, progress=False)
-    # the task of (small-s0, 0.2) kills its worker twice; it is split per method, and only die-test fails
+    # the task of (small-s0, 0.2) kills its worker; it is split per method, and only die-test fails
     assert [(c.package, c.method) for c in rep.failed] == [("small-s0", "die-test")]
     assert "KilledWorker" in rep.failed[0].error
     _, _, rows = _stored(db)
@@ -210,3 +211,16 @@ def test_unreachable_scheduler_is_a_one_line_error(tmp_path):
     r = CliRunner().invoke(main, ["sweep", str(SMALL[0]), "--budget-frac", "0.2", "--methods", "density", "--db",
                                   str(tmp_path / "r.sqlite"), "--scheduler", "tcp://127.0.0.1:9", "--no-progress"])
     assert r.exit_code == 1 and r.output.startswith("error: cannot reach the Dask scheduler at tcp://127.0.0.1:9")
+
+
+def test_a_cluster_without_workers_fails_the_cells_instead_of_hanging(tmp_path, monkeypatch):
+    pytest.importorskip("dask")
+    from dask.distributed import Client, LocalCluster
+
+    from memaudit.results import sweep as sweep_mod
+
+    monkeypatch.setattr(sweep_mod, "NO_WORKER_SECONDS", 1.0)
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cluster, Client(cluster) as client:
+        rep = run_sweep(SMALL[:1], [0.2], ["density"], db=tmp_path / "r.sqlite", client=client, progress=False)
+    assert [c.method for c in rep.failed] == ["OPT", "density"]
+    assert all("no Dask worker alive for 1 s" in c.error for c in rep.failed)

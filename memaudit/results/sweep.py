@@ -340,6 +340,40 @@ def run_sweep(paths, budget_fracs, methods=None, *, db=None, workers: int | None
             store.close()
 
 
+#: seconds a sweep waits with no Dask worker alive before it fails the cells still pending
+NO_WORKER_SECONDS = 120.0
+
+
+def _completed(queue, client, futures):
+    """``(future, None)`` for each future of ``queue`` as it completes; when the cluster has had no
+    worker for :data:`NO_WORKER_SECONDS`, the pending futures are cancelled and handed back as
+    ``(future, reason)``, so a cluster that lost every worker ends the sweep instead of hanging it."""
+    ready: list = []
+    alone_since = None
+    last_check = 0.0
+    while futures:
+        if not ready:
+            ready.extend(queue.next_batch(block=False))
+        if ready:
+            yield ready.pop(0), None
+            continue
+        time.sleep(0.05)
+        now = time.monotonic()
+        if now - last_check < 2.0:
+            continue
+        last_check = now
+        if client.scheduler_info().get("workers"):
+            alone_since = None
+            continue
+        alone_since = alone_since or now
+        if now - alone_since > NO_WORKER_SECONDS:
+            pending = list(futures)
+            client.cancel(pending)
+            for fut in pending:
+                yield fut, f"no Dask worker alive for {NO_WORKER_SECONDS:g} s; the task was cancelled"
+            return
+
+
 def _split(task) -> list[dict]:
     """One task per missing method (each with its own OPT), to find which cell takes a worker down."""
     return [dict(task, todo=[m]) for m in task["todo"]]
@@ -366,8 +400,11 @@ def _run_dask(tasks, accept, workers, scheduler, client, report) -> None:
             return fut
 
         queue = as_completed([submit(t) for t in tasks])
-        for fut in queue:
+        for fut, lost in _completed(queue, client, futures):
             t = futures.pop(fut)
+            if lost is not None:
+                accept(t, _group_errors(t, lost))
+                continue
             try:
                 rows = fut.result()
             except Exception as exc:  # noqa: BLE001 - KilledWorker, a lost task: the grid goes on
