@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench notebooks fuzz venv clean
+.PHONY: demo test bench bench-sweep browser notebooks fuzz venv clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,13 @@ fuzz: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_exact.py
+
+bench-sweep: $(STAMP)
+	$(BIN)/python benchmarks/bench_sweep.py
+
+# headless Chromium (Debian's package) for tests/test_results_html.py; needs root, idempotent
+browser:
+	bash scripts/install_browser.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info

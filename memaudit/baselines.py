@@ -132,7 +132,7 @@ def _score(pkg: Package, compiled, result, opt: float) -> MethodScore:
 
 def score_methods(pkg: Package, *, budget=None, budget_frac=None, methods=DEFAULT_METHODS, settings=None,
                   backend: str | None = "milp-highs", time_limit: float | None = None,
-                  progress=None) -> BaselineReport:
+                  progress=None, cache=None) -> BaselineReport:
     """Run ``methods`` on ``pkg`` at one budget and score each against the certified OPT.
 
     Parameters
@@ -148,6 +148,8 @@ def score_methods(pkg: Package, *, budget=None, budget_frac=None, methods=DEFAUL
         Back-end that certifies OPT (bnb finds it); None skips certification.
     time_limit : float, optional
         Seconds for each of bnb and the back-end.
+    cache : memaudit.results.ResultsCache, optional
+        Takes a certified OPT from the results store when one checks out, and stores OPT and the scores.
 
     Examples
     --------
@@ -163,7 +165,8 @@ def score_methods(pkg: Package, *, budget=None, budget_frac=None, methods=DEFAUL
     b = resolve_budget(pkg, budget=budget, budget_frac=budget_frac)
     say = progress or (lambda line: None)
     say(f"OPT at budget {b:g}: bnb" + (f", certified by {backend}" if backend else "") + "...")
-    report = solve_package(pkg, budget=b, method="bnb", backend=backend, time_limit=time_limit)
+    report = (cache.solve_package if cache is not None else solve_package)(pkg, budget=b, method="bnb",
+                                                                         backend=backend, time_limit=time_limit)
     compiled = report.compiled
     opt = report.value if report.result.status == "optimal" else max(r.value for r in report.results)
     scores = []
@@ -173,13 +176,17 @@ def score_methods(pkg: Package, *, budget=None, budget_frac=None, methods=DEFAUL
         scores.append(_score(pkg, compiled, result, opt))
     total = stream_cost(pkg)
     opt_certified = report.certified or (backend is None and report.result.status == "optimal")
-    return BaselineReport(package_id=pkg.id, budget=b, budget_frac=b / total if total else 0.0, opt=float(opt),
-                          opt_status=report.status, opt_certified=opt_certified,
-                          opt_store=_score(pkg, compiled, report.result, opt), scores=scores)
+    rep = BaselineReport(package_id=pkg.id, budget=b, budget_frac=b / total if total else 0.0, opt=float(opt),
+                         opt_status=report.status, opt_certified=opt_certified,
+                         opt_store=_score(pkg, compiled, report.result, opt), scores=scores)
+    if cache is not None:
+        cache.record_scores(pkg, rep, settings)
+    return rep
 
 
 def compare(pkg: Package, budget_fracs, *, methods=DEFAULT_METHODS, settings=None,
-            backend: str | None = "milp-highs", time_limit: float | None = None, progress=None) -> list[dict]:
+            backend: str | None = "milp-highs", time_limit: float | None = None, progress=None,
+            cache=None) -> list[dict]:
     """Every method at every budget fraction: one flat row per (budget, method), OPT rows included.
 
     Row keys: ``package``, ``budget_frac``, ``budget``, ``method`` (``OPT`` for the optimum),
@@ -195,7 +202,7 @@ def compare(pkg: Package, budget_fracs, *, methods=DEFAULT_METHODS, settings=Non
     for i, f in enumerate(fracs, 1):
         say(f"[{i}/{len(fracs)}] budget fraction {f:g}")
         rep = score_methods(pkg, budget_frac=f, methods=methods, settings=settings, backend=backend,
-                            time_limit=time_limit, progress=progress)
+                            time_limit=time_limit, progress=progress, cache=cache)
         for s in [rep.opt_store, *rep.scores]:
             rows.append({"package": rep.package_id, "budget_frac": float(f), "budget": rep.budget,
                          "method": "OPT" if s is rep.opt_store else s.method, "value": s.value, "opt": rep.opt,

@@ -43,7 +43,8 @@ from .generators.density_trap import TOPICS as TRAP_TOPICS
 from .generators.density_trap import density_trap
 from .package import (COST_MODEL_UNITS, load_package, package_json_schema, package_to_dict, resolve_budget,
                       save_package, stream_cost, summarize)
-from .solve import BACKEND_ALIASES, solve_package, store_rows, takes_time_limit, uncovered_units
+from .solve import BACKEND_ALIASES, store_rows, takes_time_limit, uncovered_units
+from .results.cli import cache_options, make_cache, say_reused
 
 __all__ = ["main", "run", "EXIT_OK", "EXIT_BAD_INPUT", "EXIT_USAGE", "EXIT_NOT_CERTIFIED"]
 
@@ -193,8 +194,9 @@ def _method_outcome(result) -> str:
 @click.option("-o", "--output", type=click.Path(), default=None, metavar="CERTIFICATE.json",
               help="Write the certificate (memaudit-certificate/1) to this file.")
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr even when it is not a terminal.")
+@cache_options
 def solve(package, budget, budget_frac, method, backend, time_limit, backend_time_limit, as_json, output,
-          verbose):
+          verbose, db, no_cache):
     """Solve PACKAGE exactly and certify the optimum with an independent back-end.
 
     The budget is the package's own unless --budget or --budget-frac is given.  When the
@@ -215,8 +217,11 @@ def solve(package, budget, budget_frac, method, backend, time_limit, backend_tim
         backend_time_limit = time_limit if time_limit is not None else DEFAULT_BACKEND_TIME_LIMIT
     if time_limit is None and takes_time_limit(method):
         time_limit = DEFAULT_METHOD_TIME_LIMIT
-    report = solve_package(pkg, budget=b, method=method, backend=backend, time_limit=time_limit,
-                           backend_time_limit=backend_time_limit, progress=progress_printer(verbose))
+    cache = make_cache(db, no_cache, package)
+    report = cache.solve_package(pkg, budget=b, method=method, backend=backend, time_limit=time_limit,
+                                 backend_time_limit=backend_time_limit, progress=progress_printer(verbose),
+                                 budget_frac=budget_frac)
+    say_reused(cache, quiet=as_json and not verbose)
     cert = build_certificate(report, package, budget_frac=budget_frac)
     if output is not None:
         write_certificate(cert, output)
@@ -418,8 +423,9 @@ def _opt_warning(certified: bool, status: str) -> None:
 @_baseline_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr even when it is not a terminal.")
+@cache_options
 def baseline(package, budget, budget_frac, methods, time_limit, backend, seed, gvt_eps, gvt_floor, pick, as_json,
-             verbose):
+             verbose, db, no_cache):
     """Score baselines on PACKAGE at one budget, as a ratio to the certified OPT.
 
     \b
@@ -443,7 +449,9 @@ def baseline(package, budget, budget_frac, methods, time_limit, backend, seed, g
     pkg = load_package(package)
     rep = score_methods(pkg, budget=budget, budget_frac=budget_frac, methods=names,
                         settings=_baseline_settings(names, seed, gvt_eps, gvt_floor, pick), backend=backend,
-                        time_limit=time_limit, progress=progress_printer(verbose))
+                        time_limit=time_limit, progress=progress_printer(verbose),
+                        cache=(cache := make_cache(db, no_cache, package)))
+    say_reused(cache, quiet=as_json and not verbose)
     if as_json:
         click.echo(json.dumps(rep.to_dict(), indent=2, ensure_ascii=False, allow_nan=False))
         _exit_certified(rep.opt_certified)
@@ -491,8 +499,9 @@ def _fractions(text: str) -> list[float]:
 @click.option("--plot", type=click.Path(), default=None, metavar="FILE.png",
               help="Save a plot of ratio to OPT against budget, one line per method.")
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr even when it is not a terminal.")
+@cache_options
 def compare(package, budget_fracs, methods, time_limit, backend, seed, gvt_eps, gvt_floor, pick, as_csv, as_json,
-            output, plot, verbose):
+            output, plot, verbose, db, no_cache):
     """Every method at every budget on PACKAGE: ratios to the certified OPT.
 
     The table has one row per method and one column per budget fraction; each cell
@@ -512,7 +521,9 @@ def compare(package, budget_fracs, methods, time_limit, backend, seed, gvt_eps, 
     pkg = load_package(package)
     rows = compare_methods(pkg, fracs, methods=names,
                            settings=_baseline_settings(names, seed, gvt_eps, gvt_floor, pick), backend=backend,
-                           time_limit=time_limit, progress=progress_printer(verbose))
+                           time_limit=time_limit, progress=progress_printer(verbose),
+                           cache=(cache := make_cache(db, no_cache, package)))
+    say_reused(cache, quiet=(as_csv or as_json) and not verbose)
     if output is not None:
         data = (csv_text(rows) if output.lower().endswith(".csv")
                 else json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
@@ -589,12 +600,15 @@ def _add_subpackage_commands() -> None:
     from .generators.cli import COMMANDS as generator_commands
     from .harness.cli import COMMANDS as harness_commands
     from .locomo.cli import COMMANDS as locomo_commands
+    from .results.cli import COMMANDS as results_commands
+    from .results.cli import html_command
     from .stores.cli import COMMANDS as store_commands
 
     for command in (*generator_commands, *harness_commands, *store_commands, *locomo_commands,
-                    *diagnose_commands):
+                    *diagnose_commands, *results_commands):
         main.add_command(command)
     main.commands["generate"].add_command(density_trap_command)
+    main.commands["report"].add_command(html_command)
 
 
 _add_subpackage_commands()
