@@ -246,7 +246,7 @@ class ResultsCache:
               budget_frac=None) -> tuple[SolveReport, bool]:
         """``(report, reused)``: the stored certified solve when one checks out, else a fresh one (stored)."""
         name = resolve_method(method)
-        backend = resolve_backend(backend, name)
+        requested, backend = backend, resolve_backend(backend, name)   # "auto" keeps its note in solve_package
         time_limit = method_time_limit(time_limit)
         backend_time_limit = time_limit if backend_time_limit is None else method_time_limit(backend_time_limit)
         settings = {"time_limit": time_limit, "rtol": float(rtol)}
@@ -262,7 +262,7 @@ class ResultsCache:
                 self.reused.append({"package": pkg.id, "budget": float(budget), "method": name, "backend": backend})
                 self._reports[key] = (pkg, report, True)
                 return report, True
-        report = solve_package(pkg, budget=budget, method=name, backend=backend, time_limit=time_limit,
+        report = solve_package(pkg, budget=budget, method=name, backend=requested, time_limit=time_limit,
                                backend_time_limit=backend_time_limit, rtol=rtol, progress=progress)
         row = solve_row(report, key, ident, package_path=self.package_path, budget_frac=budget_frac,
                         extra={"command": self.command})

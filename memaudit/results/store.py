@@ -103,7 +103,7 @@ _CODE_VERSION: list = []
 def code_version() -> str:
     """A fingerprint (16 hex digits) of the source that computes results.
 
-    sha256 over the bytes of every ``solvers/*.py``, every top-level ``memaudit/*.py`` and
+    sha256 over the bytes of every module of ``solvers/`` (subpackages included), every top-level ``memaudit/*.py`` and
     ``memaudit/results/cache.py``, in path order.  ``__version__`` alone does not change while the
     code does; this does, so a cached row is never reused across an edit of the solvers.
     """
@@ -111,7 +111,7 @@ def code_version() -> str:
         import memaudit_solvers
 
         here = Path(__file__).resolve().parent
-        files = sorted(Path(solvers.__file__).resolve().parent.glob("*.py"))
+        files = sorted(Path(memaudit_solvers.__file__).resolve().parent.rglob("*.py"))
         files += sorted(here.parent.glob("*.py")) + [here / "cache.py"]
         h = hashlib.sha256()
         for f in files:
