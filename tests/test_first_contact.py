@@ -200,12 +200,17 @@ def test_search_progress_line():
 
 
 def test_generated_id_names_non_default_parameters(runner, tmp_path):
-    from memaudit.generators import generate
-    assert generate("validity", 1).id == "validity-s1"                     # the shipped id
-    other = generate("validity", 1, entities=8, attributes=8)
-    assert other.id.startswith("validity-s1-p") and len(other.id) == len("validity-s1-p") + 8
-    assert generate("validity", 1, entities=8, attributes=8).id == other.id
-    assert generate("validity", 1, entities=7).id != other.id
+    from memaudit.package import load_package as load
+    ids = {}
+    for name, extra in (("default", []), ("other", ["--entities", "8", "--attributes", "8"]),
+                        ("again", ["--entities", "8", "--attributes", "8"]), ("third", ["--entities", "7"])):
+        out = tmp_path / f"{name}.json"
+        result = run(runner, "generate", "validity", "--seed", "1", *extra, "-o", out)
+        assert result.exit_code == 0, result.output
+        ids[name] = load(out).id
+    assert ids["default"] == "validity-s1"                                  # the shipped id
+    assert ids["other"].startswith("validity-s1-p") and len(ids["other"]) == len("validity-s1-p") + 8
+    assert ids["again"] == ids["other"] and ids["third"] != ids["other"]
 
 
 def test_report_findings_unknown_set_lists_the_valid_ones(runner):

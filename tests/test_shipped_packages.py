@@ -190,7 +190,7 @@ def tiny_set(tmp_path, monkeypatch):
     """``build_set("small")`` on two small packages under tmp_path; returns (root, specs list to edit)."""
     from memaudit.generators import datasets
 
-    specs = [("small", 0, {"chatter": 0}), ("small", 1, {"chatter": 0})]
+    specs = [("small", 0, {}), ("small", 1, {})]    # default parameters: the ids are small-s0, small-s1
     monkeypatch.setattr(datasets, "set_specs", lambda name: list(specs))
     datasets.build_set("small", tmp_path)
     return tmp_path, specs
@@ -210,8 +210,8 @@ def test_build_set_refuses_to_rewrite_a_file_under_the_same_generator_version(ti
     build_set("small", root, allow_rewrite=True)
     after = load_manifest(root / "small")
     assert package_sha256(path) == next(p["sha256"] for p in after["packages"] if p["file"] == path.name)
-    assert path.read_bytes() == (json.dumps(package_to_dict(generate("small", 1, budget_frac=DEFAULT_BUDGET_FRAC,
-                                                                     chatter=0)), indent=2,
+    assert path.read_bytes() == (json.dumps(package_to_dict(generate("small", 1, budget_frac=DEFAULT_BUDGET_FRAC)),
+                                            indent=2,
                                             ensure_ascii=False) + "\n").encode()
 
 

@@ -46,7 +46,7 @@ def _output_options(f, default_id: str = "<family>-s<seed>"):
 
 
 def _common(f):
-    f = _output_options(f)
+    f = _output_options(f, "<family>-s<seed>, plus -p<hash of the parameters> when they are not the defaults")
     f = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generator.")(f)
     return f
 

@@ -22,6 +22,7 @@ from .events import (Event, EventGraph, GeneratorError, QuerySpec, Slot, current
                      interval_unit, invalid_unit, package_id_or, procedure_unit, render_package)
 
 __all__ = ["SyntheticParams", "SMALL_DEFAULTS", "VALIDITY_DEFAULTS", "generate_small", "generate_validity",
+           "params_id_suffix",
            "generate_synthetic", "synthetic_graph", "params_for"]
 
 ENTITIES = ("billing-api", "search-worker", "docs-site", "auth-service", "mobile-app", "data-pipeline",
@@ -195,25 +196,34 @@ def generate_synthetic(params: SyntheticParams, seed: int, *, family: str, packa
                        version: str) -> Package:
     """Draw an event graph with ``params`` from ``random.Random(seed)`` and render it.
 
-    The default id is ``<family>-s<seed>`` for the family's default parameters and
-    ``<family>-s<seed>-p<hash>`` otherwise (8 hex digits of the sha256 of the parameters that
-    differ), so a package with other parameters never takes a shipped package's id.
+    The default id is ``<family>-s<seed>``, plus :func:`params_id_suffix` when the parameters are
+    not the family's defaults.
 
     Examples
     --------
     >>> generate_validity(1).id, generate_validity(1, entities=3).id.startswith("validity-s1-p")
     ('validity-s1', True)
     """
-    pid = package_id_or(package_id, f"{family}-s{seed}{_params_suffix(params, family)}")
+    suffix = params_id_suffix(family, **{k: v for k, v in asdict(params).items()})
+    pid = package_id_or(package_id, f"{family}-s{seed}{suffix}")
     graph, queries = synthetic_graph(params, seed)
     meta = {"generator": family, "generator_version": version, "seed": seed, "params": asdict(params)}
     return render_package(graph, queries, package_id=pid, cost_model=params.cost_model, meta=meta)
 
 
-def _params_suffix(params: SyntheticParams, family: str) -> str:
-    """``""`` for the family's default parameters, else ``-p`` and 8 hex digits naming the changes."""
+def params_id_suffix(family: str, **overrides) -> str:
+    """``""`` for the family's default parameters, else ``-p`` and 8 hex digits of the sha256 of
+    the parameters that differ, appended to the default id, so a package
+    with other parameters never takes a shipped package's id (the generator functions use it
+    for their default id).
+
+    Examples
+    --------
+    >>> params_id_suffix("validity"), params_id_suffix("validity", entities=8).startswith("-p")
+    ('', True)
+    """
     defaults = asdict(params_for(family))
-    changed = {k: v for k, v in asdict(params).items() if defaults.get(k) != v}
+    changed = {k: v for k, v in asdict(params_for(family, **overrides)).items() if defaults.get(k) != v}
     if not changed:
         return ""
     digest = hashlib.sha256(json.dumps(changed, sort_keys=True).encode("utf-8")).hexdigest()
