@@ -195,6 +195,14 @@ def test_cli_table_on_a_locomo_file(demo_file):
     d = json.loads(r.stdout)
     assert [p["policy"] for p in d["policies"]] == ["notes", "opt"]
     assert d["plant"]["name"] == "locomo" and d["kinds"][2:] == list(KINDS)
+    assert d["checkpoints"][0]["package_id"] == "locomo-demo-link"
+    r = CliRunner().invoke(main, ["diagnose", f"locomo:{demo_file}@answer", "--policy", "notes:kind=summary",
+                                  "--policy", "opt", "--json"])
+    assert r.exit_code == 0, r.output
+    a = json.loads(r.stdout)
+    assert a["checkpoints"][0]["package_id"] == "locomo-demo-answer"
+    # the answer rule credits a summary only when it carries the answer: never more kept than under link
+    assert a["policies"][0]["evidence_kept"] <= d["policies"][0]["evidence_kept"]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -98,8 +98,10 @@ def diagnose_command(scenario, policies, budget, budget_frac, kinds, forms, read
 
     SCENARIO is a memaudit-scenario/1 file, `bench` (the 30-session memory bench with its
     standard-library filler) or PREFIX:PATH for a scenario another subpackage compiles
-    (locomo:CONV.json, when memaudit.locomo offers the hook).  At every probe checkpoint the
-    scenario compiles to a package; each policy's store is scored against the certified OPT at budget B (0 when over budget or
+    (locomo:CONV.json[#ID][@answer]: a LoCoMo conversation; its default policies: full transcript,
+    last-N, BM25 over turns, BM25 over observations, summaries, observations only, fresh, opt).
+    At every probe checkpoint the scenario compiles to a package; each policy's store is scored
+    against the certified OPT at budget B (0 when over budget or
     not one candidate per experience; and cut to B in its own order), and each probe is
     attributed to write (evidence never stored), retrieval (stored, not injected cleanly),
     reader (injected, answered wrong) or ok.  The reader is the mechanical word-overlap reader
@@ -140,8 +142,9 @@ def diagnose_command(scenario, policies, budget, budget_frac, kinds, forms, read
         return
     b = doc["budget"]
     what = f"budget {b['budget']:g} tokens" if b["budget"] is not None else f"budget {b['budget_frac']:g} x stream cost"
+    n_forms = sum(any(p.question(f) is not None for p in sc.probes) for f in _forms(forms))
     click.echo(f"scenario {sc.id}: {len(sc.exchanges)} exchanges, {len(sc.probes)} probes x "
-               f"{len(_forms(forms))} form(s); {what}; reader {r.name}" + (", judge command" if judge else ""))
+               f"{n_forms} form(s); {what}; reader {r.name}" + (", judge command" if judge else ""))
     for line in checkpoint_lines(doc):
         click.echo(line)
     click.echo("")

@@ -131,9 +131,10 @@ def compiled_from_conversation(conv: Conversation, *, kinds=None, rule: str = "l
 
 
 def diagnose_compiled(path: str, kinds=None) -> CompiledScenario:
-    """The hook of ``memaudit diagnose locomo:PATH[#CONV]``: the compiled scenario of the conversation in
-    ``PATH`` (a LoCoMo file of either shape; ``#CONV`` picks one conversation of a file that holds
-    several, e.g. ``locomo10.json#conv-26``).  ``kinds``: any of :data:`KINDS` (None: both; (): raw
+    """The hook of ``memaudit diagnose locomo:PATH[#CONV][@RULE]``: the compiled scenario of the
+    conversation in ``PATH`` (a LoCoMo file of either shape; ``#CONV`` picks one conversation of a
+    file that holds several, e.g. ``locomo10.json#conv-26``; ``@answer`` scores observations and
+    summaries by the ``answer`` coverage rule instead of ``link``, docs/locomo.md).  ``kinds``: any of :data:`KINDS` (None: both; (): raw
     turns only).
 
     Raises
@@ -143,6 +144,10 @@ def diagnose_compiled(path: str, kinds=None) -> CompiledScenario:
     DiagnoseError
         The file holds several conversations and none (or an unknown one) is picked.
     """
+    rule = "link"
+    for r in ("link", "answer"):
+        if path.endswith(f"@{r}"):
+            path, rule = path[: -len(r) - 1], r
     file, _, want = path.partition("#")
     if not file:
         raise DiagnoseError("locomo: give the path of a LoCoMo file, e.g. locomo:26.json")
@@ -157,12 +162,12 @@ def diagnose_compiled(path: str, kinds=None) -> CompiledScenario:
     else:
         raise DiagnoseError(f"{file}: holds {len(convs)} conversations; pick one with locomo:{file}#ID "
                             f"(ids: {', '.join(c.id for c in convs)})")
-    return compiled_from_conversation(conv, kinds=kinds)
+    return compiled_from_conversation(conv, kinds=kinds, rule=rule)
 
 
-def demo_compiled(kinds=None) -> CompiledScenario:
+def demo_compiled(kinds=None, rule: str = "link") -> CompiledScenario:
     """The compiled scenario of :func:`memaudit.locomo.demo.demo_conversation` (made-up text)."""
     from .demo import demo_conversation
 
     _, (conv,) = conversations_from_data(demo_conversation(), path="demo.json")
-    return compiled_from_conversation(conv, kinds=kinds)
+    return compiled_from_conversation(conv, kinds=kinds, rule=rule)
