@@ -18,8 +18,22 @@ BUILT_IN = ("bench",)
 
 #: SCENARIO prefixes served by another subpackage: prefix -> (module, function); the function takes
 #: the path after the prefix and the candidate kinds and returns a CompiledScenario (see
-#: memaudit.diagnose.compile.from_packages)
-HOOKS = {"locomo": ("memaudit.locomo", "diagnose_compiled")}
+#: memaudit.diagnose.compile.from_packages).  The module may also offer ``parse_policies(specs)``
+#: (policy specs -> policies, for policies of its own) and ``DIAGNOSE_POLICIES`` (the default list).
+HOOKS = {"locomo": ("memaudit.locomo.diagnose", "diagnose_compiled")}
+
+
+def _hook_module(name: str):
+    """The module serving SCENARIO's prefix, or None for a scenario this package compiles itself."""
+    import importlib
+
+    prefix, sep, _ = name.partition(":")
+    if not (sep and prefix in HOOKS):
+        return None
+    try:
+        return importlib.import_module(HOOKS[prefix][0])
+    except ImportError:
+        return None
 
 
 def load_compiled(name: str, kinds):
@@ -29,21 +43,20 @@ def load_compiled(name: str, kinds):
     goes to the hook of :data:`HOOKS` (``locomo:conv.json``); anything else is a scenario file
     (``memaudit-scenario/1``, JSON or YAML) compiled by :func:`~memaudit.diagnose.compile.compile_scenario`.
     """
-    import importlib
-
-    from .compile import compile_scenario
+    from .compile import DEFAULT_KINDS, compile_scenario
     from .errors import DiagnoseError
 
     prefix, sep, rest = name.partition(":")
     if sep and prefix in HOOKS:
         module, func = HOOKS[prefix]
         try:
-            hook = getattr(importlib.import_module(module), func)
-        except (ImportError, AttributeError):
+            hook = getattr(_hook_module(name), func)
+        except AttributeError:
             raise DiagnoseError(f"{name}: {module} offers no {func}(path, kinds) in this checkout, so a {prefix} "
                                 "conversation cannot be diagnosed yet") from None
         compiled = hook(rest, kinds=kinds)
         return prefix, {"path": rest}, compiled
+    kinds = DEFAULT_KINDS if kinds is None else kinds
     if name == "bench":
         from ..harness.bench import bench_scenario
 
@@ -65,9 +78,10 @@ def load_compiled(name: str, kinds):
 @click.option("--budget-frac", type=float, default=None, metavar="F",
               help="Store budget as a fraction of each checkpoint's stream cost.  Default (neither given): 1, the "
                    "whole stream.")
-@click.option("--kinds", default="fact", show_default=True, metavar="K1,K2",
+@click.option("--kinds", default=None, metavar="K1,K2",
               help="Candidate kinds offered beside raw turns and statements (fact, update, tombstone, "
-                   "compound_update; 'none' for none).")
+                   "compound_update; 'none' for none; default fact).  For locomo: fact (observations) and "
+                   "summary; default both.")
 @click.option("--forms", type=_FORMS, default="both", show_default=True, help="Probe forms.")
 @_reader_options
 @click.option("--backend", default="highs", show_default=True,
@@ -84,8 +98,10 @@ def diagnose_command(scenario, policies, budget, budget_frac, kinds, forms, read
 
     SCENARIO is a memaudit-scenario/1 file, `bench` (the 30-session memory bench with its
     standard-library filler) or PREFIX:PATH for a scenario another subpackage compiles
-    (locomo:CONV.json, when memaudit.locomo offers the hook).  At every probe checkpoint the
-    scenario compiles to a package; each policy's store is scored against the certified OPT at budget B (0 when over budget or
+    (locomo:CONV.json[#ID][@answer]: a LoCoMo conversation; its default policies: full transcript,
+    last-N, BM25 over turns, BM25 over observations, summaries, observations only, fresh, opt).
+    At every probe checkpoint the scenario compiles to a package; each policy's store is scored
+    against the certified OPT at budget B (0 when over budget or
     not one candidate per experience; and cut to B in its own order), and each probe is
     attributed to write (evidence never stored), retrieval (stored, not injected cleanly),
     reader (injected, answered wrong) or ok.  The reader is the mechanical word-overlap reader
@@ -100,7 +116,8 @@ def diagnose_command(scenario, policies, budget, budget_frac, kinds, forms, read
 
     if budget is not None and budget_frac is not None:
         raise DiagnoseError(f"give either --budget or --budget-frac, not both; got {budget:g} and {budget_frac:g}")
-    kind_list = () if kinds.strip() == "none" else tuple(k.strip() for k in kinds.split(",") if k.strip())
+    kind_list = (None if kinds is None else () if kinds.strip() == "none"
+                 else tuple(k.strip() for k in kinds.split(",") if k.strip()))
     say = progress_printer(verbose)
     if say:
         say(f"compiling {scenario} to one package per checkpoint...")
@@ -108,7 +125,11 @@ def diagnose_command(scenario, policies, budget, budget_frac, kinds, forms, read
     sc = compiled.scenario
     r, judge = _build_reader(reader, reader_cmd, judge_cmd, allow_same_judge, timeout, retries, backoff, cache_dir,
                              default="mechanical")
-    doc = diagnose(compiled, list(policies) or [*BENCH_POLICIES, "opt"], budget=budget, budget_frac=budget_frac,
+    hook = _hook_module(scenario)
+    specs = list(policies) or list(getattr(hook, "DIAGNOSE_POLICIES", ())) or [*BENCH_POLICIES, "opt"]
+    if hook is not None and hasattr(hook, "parse_policies"):
+        specs = hook.parse_policies(specs)
+    doc = diagnose(compiled, specs, budget=budget, budget_frac=budget_frac,
                    reader=r, judge=judge, forms=_forms(forms), backend=None if backend == "none" else backend,
                    plant=Plant(name, settings, sc), progress=say)
     paths = write_diagnose(doc, out) if out is not None else []
@@ -121,8 +142,9 @@ def diagnose_command(scenario, policies, budget, budget_frac, kinds, forms, read
         return
     b = doc["budget"]
     what = f"budget {b['budget']:g} tokens" if b["budget"] is not None else f"budget {b['budget_frac']:g} x stream cost"
+    n_forms = sum(any(p.question(f) is not None for p in sc.probes) for f in _forms(forms))
     click.echo(f"scenario {sc.id}: {len(sc.exchanges)} exchanges, {len(sc.probes)} probes x "
-               f"{len(_forms(forms))} form(s); {what}; reader {r.name}" + (", judge command" if judge else ""))
+               f"{n_forms} form(s); {what}; reader {r.name}" + (", judge command" if judge else ""))
     for line in checkpoint_lines(doc):
         click.echo(line)
     click.echo("")

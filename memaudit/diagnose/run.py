@@ -9,7 +9,9 @@ Attribution of one probe (one form), in this order:
   cover every unit the probe requires;
 * ``retrieval``: stored but not injected cleanly: the injected items do not cover every
   evidence unit, or the injected context holds a superseded or deleted value (its outcome is
-  not ``current`` / ``clean``);
+  not ``current`` / ``clean``; not tested for a value stated by reference to an exchange, as
+  LoCoMo's annotated answers are, which need not occur in the text: there the evidence units
+  alone decide);
 * ``reader``: the evidence was injected cleanly and the answer is still wrong.
 
 The optimum's view (``opt_holds``): whether the certified OPT store of the checkpoint's package at
@@ -314,12 +316,16 @@ def diagnose(compiled: CompiledScenario, policies, *, budget=None, budget_frac=N
             context = "\n".join(it.text for it in inj)
             injected_outcome = classify(sc.fact(p.fact), p.session, context, match) if p.fact is not None else None
             kept = all(held[u] for u in units)
+            # a value stated by reference (LoCoMo's annotated answers) need not occur in its turn, so the
+            # injected context's outcome says nothing there: retrieval is the evidence units alone
+            by_reference = p.fact is not None and any(v.exchange is not None for v in sc.fact(p.fact).versions)
             injected = all(inj_held[u] for u in units)
             if r["outcome"] in RIGHT_OUTCOMES:
                 where = "ok"
             elif not kept:
                 where = "write"
-            elif not injected or (injected_outcome is not None and injected_outcome not in RIGHT_OUTCOMES):
+            elif not injected or (injected_outcome is not None and not by_reference
+                                  and injected_outcome not in RIGHT_OUTCOMES):
                 where = "retrieval"
             else:
                 where = "reader"

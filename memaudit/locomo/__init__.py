@@ -5,7 +5,8 @@ repository's list of samples) and repairs the dataset's known quirks, logging ea
 ``build.build_packages`` turns one conversation into one package per coverage rule (``dates``
 holds the date rule of the ``answer`` rule); ``scenario.build_scenario`` turns it into a
 ``memaudit-scenario/2`` scenario; ``policies`` adds harness policies over observations and
-summaries; ``importer.import_locomo`` does all of it for files (``memaudit import locomo``).
+summaries; ``importer.import_locomo`` does all of it for files (``memaudit import locomo``);
+``diagnose.diagnose_compiled`` compiles a conversation for ``memaudit diagnose locomo:FILE``.
 See docs/locomo.md.
 """
 

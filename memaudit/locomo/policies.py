@@ -5,13 +5,17 @@ The harness's transcript-only policies (``full-transcript``, ``last-exchanges``,
 policies here read the ``notes`` of a ``memaudit-scenario/2`` scenario: ``notes`` injects every
 note of a kind made so far (``kind=summary``: the session summaries), ``bm25-notes`` the BM25 top-k
 of them (``kind=observation``: BM25 over observations).  They use the harness's :class:`Policy`
-contract, so :func:`memaudit.harness.trial.run` runs them beside the others.
+contract, so :func:`memaudit.harness.trial.run` runs them beside the others, and expose their store
+as stored items for ``memaudit diagnose`` (:mod:`memaudit.locomo.diagnose`): an ``observation`` item
+per exchange that observations are anchored at (the exchange of an observation's last linked turn;
+the observations of one exchange form one item, as they form one ``fact`` candidate of the
+package) and a ``summary`` item per session, at the session's last exchange.
 """
 
 from __future__ import annotations
 
 from ..harness.errors import HarnessError
-from ..harness.policies import BM25Index, Policy, parse_policy
+from ..harness.policies import BM25Index, Policy, StoredItem, _Memory, parse_policy
 from ..harness.scenario import Scenario
 
 __all__ = ["NOTES_POLICIES", "DEFAULT_RECALL_POLICIES", "notes", "bm25_notes", "parse_any_policy",
@@ -24,27 +28,53 @@ DEFAULT_RECALL_POLICIES = ("fresh", "session-buffer", "last-exchanges", "replay-
                            "bm25-transcript", "full-transcript", "notes:kind=summary", "bm25-notes:kind=observation")
 
 
-class _NotesMemory:
+class _NotesMemory(_Memory):
     def __init__(self, scenario: Scenario, count, kind: str, k: int | None, stamp: bool):
-        self.scenario, self.count, self.kind, self.k, self.stamp = scenario, count, kind, k, stamp
-        self._cache: dict = {}
+        super().__init__(scenario, count)
+        self.kind, self.k, self.stamp = kind, k, stamp
 
     def _line(self, n) -> str:
         return f"[{self.scenario.stamp(n.session)}] {n.text}" if self.stamp else n.text
 
-    def _docs(self, session: int):
-        if session not in self._cache:
-            docs = [self._line(n) for n in self.scenario.notes
+    def _notes(self, session: int):
+        """(notes, their lines, BM25 index or None) of the notes of this kind made by ``session``."""
+        def build():
+            mine = [n for n in self.scenario.notes
                     if n.session <= session and (self.kind == "all" or n.kind == self.kind)]
-            self._cache[session] = (docs, BM25Index(docs) if self.k is not None else None)
-        return self._cache[session]
+            docs = [self._line(n) for n in mine]
+            return mine, docs, BM25Index(docs) if self.k is not None else None
+        return self._cached(("notes", session), build)
+
+    def _position(self, note) -> int:
+        """The stream position of the exchange a note sits at (see the module docstring)."""
+        where = self._cached("where", lambda: {e.id: n for n, e in enumerate(self.scenario.exchanges)})
+        if note.kind == "summary":
+            last = self._cached("last", lambda: {e.session: n for n, e in enumerate(self.scenario.exchanges)})
+            return last[note.session]
+        return where[note.covers[-1]]
+
+    def _picked(self, session: int, question: str) -> list[int]:
+        notes, _, index = self._notes(session)
+        return list(range(len(notes))) if index is None else list(index.top(question, self.k))
 
     def stored(self, session: int) -> list[str]:
-        return self._docs(session)[0]
+        return list(self._notes(session)[1])
 
     def inject(self, session: int, question: str) -> list[str]:
-        docs, index = self._docs(session)
-        return docs if index is None else [docs[i] for i in index.top(question, self.k)]
+        docs = self._notes(session)[1]
+        return [docs[i] for i in self._picked(session, question)]
+
+    def items(self, session: int) -> list[StoredItem]:
+        """The store as items: one per (kind, exchange), its notes' lines joined, in first-note order."""
+        notes, docs, _ = self._notes(session)
+        grouped: dict[tuple[str, int], list[str]] = {}
+        for n, line in zip(notes, docs):
+            grouped.setdefault((n.kind, self._position(n)), []).append(line)
+        return [StoredItem(kind, pos, "\n".join(lines)) for (kind, pos), lines in grouped.items()]
+
+    def inject_items(self, session: int, question: str) -> list[StoredItem]:
+        notes, docs, _ = self._notes(session)
+        return [StoredItem(notes[i].kind, self._position(notes[i]), docs[i]) for i in self._picked(session, question)]
 
 
 def _check(kind, stamp, name):
