@@ -283,7 +283,12 @@ def adjudication_rows(packages, *, judge_cmd: str | None = None, cache_dir=".mem
             continue
         export = SimpleNamespace(items=[SimpleNamespace(id=f"{conv}/{c.id}", text=c.text) for c in model_written])
         try:
-            rows += judge_rows(pkg, export, judge_cmd, cache_dir=cache_dir, timeout=timeout, progress=progress)
+            run = judge_rows(pkg, export, judge_cmd, cache_dir=cache_dir, timeout=timeout, progress=progress)
         except StoreError as exc:
             raise LocomoError(str(exc)) from None
+        rows += run.rows
+        for failed in run.failed:  # an unusable answer leaves that candidate out of the file, as the audit does
+            if progress is not None:
+                progress(f"warning: the judge's answer for {failed['memory']} was unusable ({failed['reason']}); "
+                         "it has no row in the file")
     return rows
