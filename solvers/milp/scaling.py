@@ -1,0 +1,126 @@
+"""Exact integer data: the grid of h (integral y) and CP-SAT's all-integer model."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..exact import _MAX_SCALED, _fractions, _lcm_of_denominators, _scaled_ints
+from ..result import Declined
+from .model import _Model
+
+@dataclass(frozen=True)
+class _Grid:
+    """The cover rows in integers: ``Y[r] = y_scale * y[r]`` is integral at every optimum.
+
+    ``Y[r] - sum_u coefs * x[u] <= intercepts`` with integer data, so for any
+    binary x the largest feasible ``Y[r]`` is an integer: declaring Y integer
+    loses no store and lets a solver use the objective's grid to close its gap.
+    """
+
+    y_scale: int
+    x_part: sp.csr_array     # (n_p, n_x) a[u, r] of each cover row; only its pattern is used
+    coefs: np.ndarray        # (nnz,) y_scale * slope * a[u, r], aligned with x_part.indices
+    intercepts: np.ndarray   # (n_p,) y_scale * intercept
+    y_upper: np.ndarray      # (n_y,) largest value Y[r] can reach
+    weights: dict            # distinct weight -> Fraction, for the objective scale
+
+
+def _grid(model: _Model) -> _Grid:
+    """Scale the cover rows exactly to integers, or raise :class:`Declined` saying which data cannot be."""
+    cover = model.cover  # (n_y, n_x)
+    nz_unit = np.repeat(np.arange(model.n_y), np.diff(cover.indptr))
+    fa = _fractions(cover.data, lambda i, v: f"coverage value {v!r} of candidate {model.candidates[cover.indices[i]]} "
+                                             f"on unit {model.units[nz_unit[i]]}")
+
+    def piece(i):
+        return f"unit {model.units[model.piece_units[i]]} (piece {model.piece_ids[i]})"
+
+    fs = _fractions(model.piece_slopes, lambda i, v: f"h slope {v!r} of {piece(i)}")
+    fb = _fractions(model.piece_intercepts, lambda i, v: f"h intercept {v!r} of {piece(i)}")
+    finite_cap = np.isfinite(model.y_upper)
+    fu = _fractions(model.y_upper[finite_cap], lambda i, v: f"h cap {v!r} of unit {model.units[finite_cap][i]}")
+    fw = _fractions(model.weights, lambda i, v: f"weight {v!r} of unit {model.units[i]}")
+
+    x_part = sp.csr_array(cover[model.piece_units])
+    x_part.sort_indices()
+    row_ids = np.repeat(np.arange(x_part.shape[0]), np.diff(x_part.indptr))
+    pairs = np.column_stack([model.piece_slopes[row_ids], x_part.data])
+    uniq_pairs, pair_inverse = (np.unique(pairs, axis=0, return_inverse=True) if len(pairs)
+                                else (np.zeros((0, 2)), np.zeros(0, dtype=np.int64)))
+    products = [fs[s] * fa[a] for s, a in uniq_pairs.tolist()]
+    y_scale = _lcm_of_denominators(products + list(fb.values()) + list(fu.values()))
+    if y_scale > _MAX_SCALED:
+        raise Declined(f"the scale needed to make the h values integer is {y_scale} > 2**40; CP-SAT would risk "
+                       "overflow — use milp-highs or milp-cbc")
+    prod_ints = [int(p * y_scale) for p in products]
+    if prod_ints and max(prod_ints) > _MAX_SCALED:
+        raise Declined("cover coefficients scale to integers above 2**40 — use milp-highs or milp-cbc")
+    coefs = np.array(prod_ints, dtype=np.int64)[pair_inverse.reshape(-1)]
+    intercepts = _scaled_ints(model.piece_intercepts, lambda v: int(fb[v] * y_scale), "h intercepts")
+
+    # Y[r] can reach at most min over its pieces of (intercept + sum of its coefficients), and its cap
+    row_sums = np.zeros(x_part.shape[0], dtype=np.int64)
+    np.add.at(row_sums, row_ids, coefs)
+    reach = np.full(model.n_y, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(reach, model.piece_units, intercepts + row_sums)
+    caps = _scaled_ints(model.y_upper[finite_cap], lambda v: int(fu[v] * y_scale), "h caps")
+    y_upper = reach.copy()
+    y_upper[finite_cap] = np.minimum(reach[finite_cap], caps)
+    if y_upper.size and int(y_upper.max()) > _MAX_SCALED:
+        raise Declined("h values scale to integers above 2**40 — use milp-highs or milp-cbc")
+    return _Grid(y_scale=y_scale, x_part=x_part, coefs=coefs, intercepts=intercepts, y_upper=y_upper, weights=fw)
+
+
+def _try_grid(model: _Model, wanted: bool) -> _Grid | None:
+    """The integer cover rows when wanted and the data allow them, else None (y stays continuous)."""
+    if not wanted:
+        return None
+    try:
+        return _grid(model)
+    except Declined:
+        return None
+
+
+@dataclass(frozen=True)
+class _Scaled:
+    """All-integer data for CP-SAT: F = objective . Y / value_scale."""
+
+    grid: _Grid
+    costs: np.ndarray        # (n_x,) cost_scale * c (zeros when there is no budget row)
+    budget: int              # floor(cost_scale * B), snapped when within round-off of an integer
+    objective: np.ndarray    # (n_y,) value_scale * w / y_scale
+    cost_scale: int
+    value_scale: int
+
+
+def _scale_for_cpsat(model: _Model) -> _Scaled:
+    """Scale the whole reduced model exactly to integers, or raise :class:`Declined`."""
+    grid = _grid(model)
+    # costs enter only through the budget row
+    fc = _fractions(model.costs if model.budget_row else np.zeros(0),
+                    lambda i, v: f"cost {v!r} of candidate {model.candidates[i]}")
+    value_scale = _lcm_of_denominators([f / grid.y_scale for f in grid.weights.values()])
+    cost_scale = _lcm_of_denominators(fc.values())
+    for what, scale in (("value", value_scale), ("cost", cost_scale)):
+        if scale > _MAX_SCALED:
+            raise Declined(f"the {what} scale needed to make the data integer is {scale} > 2**40; CP-SAT would risk "
+                           "overflow — use milp-highs or milp-cbc")
+    objective = _scaled_ints(model.weights, lambda v: int(grid.weights[v] * value_scale / grid.y_scale), "weights")
+    if float(np.dot(objective.astype(float), grid.y_upper.astype(float))) > 2.0**53:
+        raise Declined("the scaled objective can exceed 2**53 — use milp-highs or milp-cbc")
+    costs = (_scaled_ints(model.costs, lambda v: int(fc[v] * cost_scale), "costs") if model.budget_row
+             else np.zeros(model.n_x, dtype=np.int64))
+
+    b = model.budget * cost_scale
+    total = int(costs.sum())
+    if not math.isfinite(b) or b >= total:
+        budget_int = total
+    else:
+        nearest = round(b)
+        budget_int = int(nearest) if abs(b - nearest) <= 1e-9 * max(1.0, abs(b)) else math.floor(b)
+    return _Scaled(grid=grid, costs=costs, budget=budget_int, objective=objective, cost_scale=cost_scale,
+                   value_scale=value_scale)
