@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .exact import fits_budget
 from .problem import Problem
 
 __all__ = ["as_indices", "coverage_sums", "unit_values", "evaluate", "total_cost",
            "is_feasible", "infeasibility", "budget_slack", "marginal_gains", "standalone_values", "h_values", "rows_entries"]
 
-#: relative tolerance of the knapsack check, for float sums of costs
+#: relative slack of the search-time knapsack check (:func:`budget_slack`); the final check
+#: (:func:`infeasibility`) is exact and has no tolerance
 COST_RTOL = 1e-9
 
 
@@ -67,7 +69,11 @@ def budget_slack(budget: float) -> float:
     """Float slack for a search-time budget check, relative to the budget's own scale.
 
     ``cost <= budget + budget_slack(budget)`` is the one float rule every method uses while
-    it searches; it is sound at every scale (no absolute floor below 1).
+    it searches; it is relative, so it means the same at every scale (no absolute floor
+    below 1).  It is lenient on purpose (a float sum of costs that is exactly at the budget
+    may round above it); the store a method returns is then judged by the exact
+    :func:`infeasibility`, so a store inside the slack but over the budget is never
+    called feasible.
 
     Examples
     --------
@@ -78,7 +84,18 @@ def budget_slack(budget: float) -> float:
 
 
 def infeasibility(problem: Problem, chosen, budget: float) -> str:
-    """Why ``chosen`` is not a feasible store, or ``""`` when it is."""
+    """Why ``chosen`` is not a feasible store, or ``""`` when it is.
+
+    The budget is checked exactly, on the decimals the costs and the budget stand for
+    (:func:`solvers.exact.fits_budget`): no tolerance, at any scale.
+
+    Examples
+    --------
+    >>> from solvers.problem import Problem
+    >>> p = Problem.build([4e-10] * 5, [0, 1, 2, 3, 4], [[1.0]] * 5, [1.0])
+    >>> infeasibility(p, [0, 1], 1e-9), infeasibility(p, [0, 1, 2, 3, 4], 1e-9)
+    ('', 'cost 2e-09 exceeds the budget 1e-09')
+    """
     idx = as_indices(problem, chosen)
     if idx.size and (idx[0] < 0 or idx[-1] >= problem.n_candidates):
         return f"candidate index out of range [0, {problem.n_candidates})"
@@ -88,10 +105,16 @@ def infeasibility(problem: Problem, chosen, budget: float) -> str:
     if np.unique(g).size != g.size:
         dup = int(np.flatnonzero(np.bincount(g) > 1)[0])
         return f"group {dup} has more than one chosen candidate"
-    cost = total_cost(problem, idx)
-    if cost > budget + COST_RTOL * max(1.0, abs(budget)):
-        return f"cost {cost:g} exceeds the budget {budget:g}"
+    costs = problem.costs[idx]
+    if not fits_budget(costs, budget):
+        return f"cost {_num(float(costs.sum()))} exceeds the budget {_num(float(budget))}"
     return ""
+
+
+def _num(x: float) -> str:
+    """A float in short form (``%g``) when that reads back the same, else in full (``repr``)."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(x)
 
 
 def is_feasible(problem: Problem, chosen, budget: float) -> bool:

@@ -239,16 +239,30 @@ def test_cpsat_declines_a_coverage_of_one_third_written_in_decimals():
 
 
 def test_cpsat_declines_irrational_looking_weights():
-    problem = Problem.build([1.0, 2.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [0.1234567891, 1.0])
-    with pytest.raises(Declined, match=r"weight 0\.1234567891 of unit 0"):
+    # 0.123456789123456 is no small ratio and its decimal needs 10**15; 0.1234567891 is stated exactly
+    problem = Problem.build([1.0, 2.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [0.123456789123456, 1.0])
+    with pytest.raises(Declined, match=r"weights scale to integers as large as \d+ > 2\*\*40.*milp-highs"):
         cpsat(problem, 3.0)
+    problem = Problem.build([1.0, 2.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [0.1234567891, 1.0])
+    assert cpsat(problem, 3.0).value == 1.1234567891
 
 
 def test_cpsat_declines_costs_that_do_not_scale_only_when_the_budget_binds():
-    problem = Problem.build([1.2345678912, 2.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [1.0, 1.0])
-    with pytest.raises(Declined, match=r"cost 1\.2345678912 of candidate 0"):
-        cpsat(problem, 2.5)
+    # costs are read as the decimals they stand for: 1/7 (0.14285714285714285) needs a scale of 10**17
+    problem = Problem.build([1 / 7, 2.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [1.0, 1.0])
+    with pytest.raises(Declined, match=r"cost 0\.14285714285714285 of candidate 0 is not a short decimal"):
+        cpsat(problem, 2.1)
     assert cpsat(problem, 10.0).value == 2.0      # every store fits: costs never enter the model
+
+
+def test_cpsat_states_short_decimal_costs_exactly():
+    # 0.1 + 0.2 <= 0.3 holds on the decimals (not on the floats); 1.2345678912 needs 10**10 / 2**6
+    problem = Problem.build([0.1, 0.2, 0.25], [0, 1, 2], np.eye(3), [1.0, 1.0, 1.5])
+    r = cpsat(problem, 0.3)
+    assert (r.status, r.chosen.tolist(), r.value, r.stats["cost_scale"]) == ("optimal", [0, 1], 2.0, 20)
+    problem = Problem.build([1.2345678912, 1.0, 0.5], [0, 1, 2], np.eye(3), [2.0, 1.0, 0.5])
+    r = cpsat(problem, 1.2345678912)
+    assert (r.chosen.tolist(), r.stats["cost_scale"]) == ([0], 156250000)
 
 
 def test_cpsat_scales_exact_thirds_and_decimal_costs():
@@ -259,7 +273,8 @@ def test_cpsat_scales_exact_thirds_and_decimal_costs():
         r = cpsat(problem, budget)
         assert r.status == "optimal"
         assert r.value == pytest.approx(brute_force(problem, budget), rel=1e-9), budget
-    assert r.stats["cost_scale"] == 20
+        # at 0.6 every store fits on the decimals (0.1 + 0.2 + 0.3 = 0.6), so no budget row is stated
+        assert r.stats["cost_scale"] == (1 if budget == 0.6 else 20)
     assert r.stats["y_scale"] == 6
 
 

@@ -13,7 +13,8 @@ import numpy as np
 from ..objective import evaluate
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
-from .model import RANDOM_SEED, _check_settings, _Model, _reduced_model, _trivial
+from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_faithful, _check_settings, _Model, _reduced_model, _trivial,
+                    _unscaled_bound)
 from .scaling import _Grid, _try_grid
 from .versions import _unavailable, backend_versions
 
@@ -117,13 +118,15 @@ def milp_cbc(problem: Problem, budget: float, /, *, time_limit: float | None = N
         return _trivial(problem, budget, "milp-cbc", settings, started, stats)
     grid = _try_grid(model, settings["integral_y"])
     stats.update(integral_y=grid is not None, y_scale=None if grid is None else grid.y_scale)
+    _check_faithful(model, "milp-cbc")
     prob, xs, n_rows = _cbc_problem(pulp, model, grid)
     path = cbcbox.cbc_bin_path()
     t1 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="memaudit-cbc-") as tmp:
         log_path = os.path.join(tmp, "cbc.log")
         solver = pulp.COIN_CMD(path=path, msg=False, gapRel=0, gapAbs=0, timeLimit=settings["time_limit"],
-                               threads=settings["threads"], logPath=log_path)
+                               threads=settings["threads"], logPath=log_path,
+                               options=[f"primalTolerance {FEASIBILITY_TOL:g}", f"integerTolerance {FEASIBILITY_TOL:g}"])
         try:
             prob.solve(solver)
         except pulp.PulpSolverError as err:
@@ -139,8 +142,9 @@ def milp_cbc(problem: Problem, budget: float, /, *, time_limit: float | None = N
                  backend_status=f"{pulp.LpStatus.get(prob.status, prob.status)} / "
                                 f"{pulp.LpSolution.get(sol_status, sol_status)}",
                  n_variables=model.n_x + model.n_y, n_constraints=n_rows,
-                 sol_status=int(sol_status), cbc_path=path)
-    log_bound = _cbc_log_bound(log)
+                 sol_status=int(sol_status), cbc_path=path, cost_scale=model.cost_scale,
+                 value_scale=model.value_scale)
+    log_bound = _unscaled_bound(model, _cbc_log_bound(log))
     stats["log_bound"] = log_bound
     timed_out = bool(_CBC_STOPPED_ON_TIME.search(log))
 
@@ -156,7 +160,8 @@ def milp_cbc(problem: Problem, budget: float, /, *, time_limit: float | None = N
         chosen = chosen_now() if sol_status == pulp.LpSolutionIntegerFeasible else []
         # a bound read from a log is advisory: one below the store's own value is discarded, not trusted
         bound = log_bound
-        if bound < evaluate(problem, chosen) - 1e-6 * max(1.0, abs(bound)):
+        value = evaluate(problem, chosen)
+        if bound < value - 1e-6 * value:
             bound = math.inf
         status = "timeout" if settings["time_limit"] is not None else "feasible"
         return make_result(problem, budget, method="milp-cbc", settings=settings, chosen=chosen, status=status,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from fractions import Fraction
 
 import numpy as np
 
@@ -74,7 +75,7 @@ def cpsat(problem: Problem, budget: float, /, *, time_limit: float | None = None
         return _trivial(problem, budget, "cpsat", settings, started, stats)
     scaled = _scale_for_cpsat(model)
     grid = scaled.grid
-    stats.update(cost_scale=scaled.cost_scale, y_scale=grid.y_scale, value_scale=scaled.value_scale)
+    stats.update(cost_scale=scaled.cost_scale, y_scale=grid.y_scale, value_scale=str(scaled.value_scale))
 
     m = cp_model.CpModel()
     lin = cp_model.LinearExpr
@@ -116,7 +117,7 @@ def cpsat(problem: Problem, budget: float, /, *, time_limit: float | None = None
         if has_solution:
             chosen = model.candidates[np.array([solver.boolean_value(v) for v in xs], dtype=bool)]
         # without a solution CP-SAT reports a bound of 0, which proves nothing
-        bound = float(solver.best_objective_bound) / scaled.value_scale if has_solution else math.inf
+        bound = float(Fraction(solver.best_objective_bound) / scaled.value_scale) if has_solution else math.inf
         if not math.isfinite(bound):
             bound = math.inf
         stats["objective_scaled"] = float(solver.objective_value) if has_solution else None

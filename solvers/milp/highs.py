@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 
@@ -10,7 +9,8 @@ import numpy as np
 
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
-from .model import RANDOM_SEED, _check_settings, _Model, _reduced_model, _trivial, _zero_gap
+from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_faithful, _check_settings, _Model, _reduced_model, _trivial,
+                    _unscaled_bound, _zero_gap)
 from .scaling import _Grid, _try_grid
 from .versions import _dist_version, _unavailable
 
@@ -76,6 +76,26 @@ def _highs_lp(highspy, model: _Model, grid: _Grid | None):
     return lp
 
 
+def _solve_highs(highspy, lp, settings: dict, started: float, presolve: bool = True):
+    """A fresh silent HiGHS run on ``lp``: returns (the Highs object, its run status).
+
+    The time limit counts from ``started``, so a second run gets only what is left.
+    """
+    h = _new_silent_highs(highspy)
+    options = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, "threads": settings["threads"], "random_seed": RANDOM_SEED,
+               "primal_feasibility_tolerance": FEASIBILITY_TOL, "mip_feasibility_tolerance": FEASIBILITY_TOL}
+    if not presolve:
+        options["presolve"] = "off"
+    if settings["time_limit"] is not None:
+        options["time_limit"] = max(settings["time_limit"] - (time.perf_counter() - started), 1e-3)
+    for name, value in options.items():
+        if h.setOptionValue(name, value) != highspy.HighsStatus.kOk:
+            raise SolverError(f"HiGHS rejected option {name} = {value!r}")
+    if h.passModel(lp) == highspy.HighsStatus.kError:
+        raise SolverError("HiGHS rejected the model (passModel returned kError)")
+    return h, _run_highs(h, settings["threads"])
+
+
 def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None = None, threads: int = 1,
                integral_y: bool = True) -> Result:
     """Solve exactly with HiGHS (through highspy), proving optimality with a zero gap.
@@ -137,24 +157,23 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
         return _trivial(problem, budget, "milp-highs", settings, started, stats)
     grid = _try_grid(model, settings["integral_y"])
     stats.update(integral_y=grid is not None, y_scale=None if grid is None else grid.y_scale)
-    h = _new_silent_highs(highspy)
-    options = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, "threads": settings["threads"], "random_seed": RANDOM_SEED}
-    if settings["time_limit"] is not None:
-        options["time_limit"] = settings["time_limit"]
-    for name, value in options.items():
-        if h.setOptionValue(name, value) != highspy.HighsStatus.kOk:
-            raise SolverError(f"HiGHS rejected option {name} = {value!r}")
-    if h.passModel(_highs_lp(highspy, model, grid)) == highspy.HighsStatus.kError:
-        raise SolverError("HiGHS rejected the model (passModel returned kError)")
+    _check_faithful(model, "milp-highs")
+    lp = _highs_lp(highspy, model, grid)
     t1 = time.perf_counter()
-    run_status = _run_highs(h, settings["threads"])
+    h, run_status = _solve_highs(highspy, lp, settings, started)
+    if h.getModelStatus() in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+        # the empty store is feasible: HiGHS's presolve erred (seen on near-equal coefficients
+        # such as 1/3 next to 0.333333); solve once more without it, in the time that is left
+        stats["presolve_failed"] = h.modelStatusToString(h.getModelStatus())
+        h, run_status = _solve_highs(highspy, lp, settings, started, presolve=False)
     t2 = time.perf_counter()
     model_status = h.getModelStatus()
     info = h.getInfo()
     stats.update(model_build_seconds=t1 - t0, solve_seconds=t2 - t1, backend_status=h.modelStatusToString(model_status),
                  n_variables=model.n_x + model.n_y, n_constraints=int(h.getNumRow()),
                  mip_node_count=int(info.mip_node_count), mip_gap=float(info.mip_gap),
-                 mip_dual_bound=float(info.mip_dual_bound), objective=float(info.objective_function_value))
+                 mip_dual_bound=float(info.mip_dual_bound), objective=float(info.objective_function_value),
+                 cost_scale=model.cost_scale, value_scale=model.value_scale)
     if run_status == highspy.HighsStatus.kError:
         raise SolverError(f"HiGHS failed: run returned kError with model status {stats['backend_status']!r}")
     has_solution = info.primal_solution_status == highspy.kSolutionStatusFeasible
@@ -162,11 +181,9 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
     if has_solution:
         x = np.asarray(h.getSolution().col_value, dtype=float)[:model.n_x]
         chosen = model.candidates[x > 0.5]
-    bound = float(info.mip_dual_bound)
-    bound = math.inf if not math.isfinite(bound) else bound
+    bound = _unscaled_bound(model, float(info.mip_dual_bound))
     if model_status == highspy.HighsModelStatus.kOptimal and has_solution:
-        value = float(info.objective_function_value)
-        if info.mip_gap == 0 or _zero_gap(value, bound):
+        if info.mip_gap == 0 or _zero_gap(float(info.objective_function_value), float(info.mip_dual_bound)):
             return make_result(problem, budget, method="milp-highs", settings=settings, chosen=chosen,
                                status="optimal", bound=bound, started=started, stats=stats,
                                message="HiGHS proved optimality with a zero gap")
@@ -178,5 +195,6 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
                            bound=bound, started=started, stats=stats,
                            message=f"HiGHS reached the time limit of {settings['time_limit']:g} s"
                                    + ("" if has_solution else " without a store; returning the empty store"))
-    raise SolverError(f"HiGHS ended with model status {stats['backend_status']!r}; "
-                      "the empty store is feasible, so this is a back-end failure")
+    raise SolverError(f"HiGHS ended with model status {stats['backend_status']!r}"
+                      + (" (also without presolve)" if "presolve_failed" in stats else "")
+                      + "; the empty store is feasible, so this is a back-end failure")

@@ -10,14 +10,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
+from ..exact import MAX_MAGNITUDE_RATIO, fits_budget, power_of_two
 from ..problem import Problem
-from ..result import Result, check_budget, make_result
+from ..result import Declined, Result, check_budget, make_result
 
 if TYPE_CHECKING:  # the grid is built from a model, in scaling.py
     from .scaling import _Grid
 
 #: seed handed to every back-end, so a rerun makes the same choices
 RANDOM_SEED = 0
+
+#: the back-ends' primal and integer feasibility tolerance (their smallest allowed value; defaults are
+#: 1e-7 / 1e-6): with the budget scaled into [1, 2) a store over the exact budget by more than about
+#: this fraction cannot come back, and any that does is caught by the exact check in make_result
+FEASIBILITY_TOL = 1e-10
 
 #: relative tolerance on ``bound - value`` below which a zero-gap claim is accepted
 _GAP_RTOL = 1e-9
@@ -59,12 +65,18 @@ class _Model:
     the upper bound of ``y[r]``; pieces that never bind and duplicates are
     dropped, as are candidates over the budget or covering nothing of value and
     units no kept candidate covers.
+
+    Costs and budget, and weights, are multiplied by powers of two that bring the
+    budget and the largest kept weight into [1, 2) (:func:`solvers.exact.power_of_two`):
+    exact in floating point, so the stores are the same and the objective is F times
+    ``value_scale``, while the back-ends' absolute tolerances (1e-9 .. 1e-6) meet
+    numbers of size 1 at every scale of the data.
     """
 
     candidates: np.ndarray        # (n_x,) original index of each x column
-    costs: np.ndarray             # (n_x,)
+    costs: np.ndarray             # (n_x,) cost_scale * c
     units: np.ndarray             # (n_y,) original index of each y column
-    weights: np.ndarray           # (n_y,)
+    weights: np.ndarray           # (n_y,) value_scale * w
     y_upper: np.ndarray           # (n_y,) smallest flat piece of h_r, inf if none
     cover: sp.csr_array           # (n_y, n_x) a[u, r] transposed
     piece_units: np.ndarray       # (n_p,) y column of each cover row
@@ -73,8 +85,10 @@ class _Model:
     piece_intercepts: np.ndarray  # (n_p,) < y_upper of the row's unit
     group_ids: np.ndarray         # (n_g,) original group of each one-per-group row
     group_rows: sp.csr_array      # (n_g, n_x) 0/1
-    budget: float
+    budget: float                 # cost_scale * B
     budget_row: bool              # False when every store of kept candidates fits
+    cost_scale: float = 1.0       # power of two: the model's costs and budget are the problem's times it
+    value_scale: float = 1.0      # power of two: the model's objective is F times it
 
     @property
     def n_x(self) -> int:
@@ -136,7 +150,7 @@ def _reduced_model(problem: Problem, budget: float) -> _Model:
     n_units = problem.n_units
     flat = problem.h_slopes == 0
     y_upper_all = np.where(flat, problem.h_intercepts, np.inf).min(axis=1) if n_units else np.zeros(0)
-    fits = np.flatnonzero(problem.costs <= budget)
+    fits = np.flatnonzero(problem.costs <= budget)   # exact: one float against another (see exact.py)
     cov_fits = problem.coverage[fits]
     covered = np.zeros(n_units, dtype=bool)
     covered[cov_fits.indices[cov_fits.data > 0]] = True
@@ -173,10 +187,36 @@ def _reduced_model(problem: Problem, budget: float) -> _Model:
     costs = problem.costs[candidates]
     group_max = np.zeros(problem.n_groups)
     np.maximum.at(group_max, groups, costs)
-    return _Model(candidates=candidates, costs=costs, units=units, weights=problem.weights[units],
+    weights = problem.weights[units]
+    cost_scale = power_of_two(budget)
+    value_scale = power_of_two(weights.max()) if weights.size else 1.0
+    return _Model(candidates=candidates, costs=costs * cost_scale, units=units, weights=weights * value_scale,
                   y_upper=y_upper, cover=cover, piece_units=pu, piece_ids=pk, piece_slopes=ps,
-                  piece_intercepts=pb, group_ids=group_ids, group_rows=group_rows, budget=float(budget),
-                  budget_row=bool(group_max.sum() > budget))
+                  piece_intercepts=pb, group_ids=group_ids, group_rows=group_rows, budget=float(budget) * cost_scale,
+                  budget_row=not fits_budget(group_max, budget), cost_scale=cost_scale, value_scale=value_scale)
+
+
+def _check_faithful(model: _Model, backend: str) -> None:
+    """Decline data a float MILP cannot state next to its absolute tolerances.
+
+    After the power-of-two scaling the largest weight and the budget are in [1, 2); a
+    weight or a cost smaller than ``1 / MAX_MAGNITUDE_RATIO`` of them would sit below the
+    back-end's feasibility and optimality tolerances.
+    """
+    w = model.weights
+    if w.size and w.min() * MAX_MAGNITUDE_RATIO < w.max():
+        raise Declined(f"unit weights span {w.min() / model.value_scale:g} to {w.max() / model.value_scale:g}, "
+                       f"a ratio above {MAX_MAGNITUDE_RATIO:g}: {backend} cannot state the small ones "
+                       "faithfully next to its tolerances; rescale the weights or use bnb with brute force")
+    if model.budget_row and model.costs.size and model.costs.min() * MAX_MAGNITUDE_RATIO < model.budget:
+        raise Declined(f"a cost of {model.costs.min() / model.cost_scale:g} against the budget "
+                       f"{model.budget / model.cost_scale:g} (a ratio above {MAX_MAGNITUDE_RATIO:g}): {backend} "
+                       "cannot state the budget row faithfully next to its tolerances")
+
+
+def _unscaled_bound(model: _Model, bound: float) -> float:
+    """A back-end's bound on the model's objective, as a bound on F (``inf`` stays ``inf``)."""
+    return bound / model.value_scale if math.isfinite(bound) else math.inf
 
 
 def _trivial(problem, budget, method, settings, started, stats) -> Result:
@@ -188,4 +228,5 @@ def _trivial(problem, budget, method, settings, started, stats) -> Result:
 
 
 def _zero_gap(value: float, bound: float) -> bool:
-    return bound - value <= _GAP_RTOL * max(1.0, abs(value))
+    """True when a back-end's bound is within ``_GAP_RTOL`` of its value, relative (no floor)."""
+    return bound - value <= _GAP_RTOL * max(abs(value), abs(bound))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..exact import _MAX_SCALED, _fractions, _lcm_of_denominators, _scaled_ints
+from ..exact import _MAX_SCALED, _fractions, _lcm_of_denominators, _scaled_ints, as_fraction
 from ..result import Declined
 from .model import _Model
 
@@ -26,7 +27,6 @@ class _Grid:
     coefs: np.ndarray        # (nnz,) y_scale * slope * a[u, r], aligned with x_part.indices
     intercepts: np.ndarray   # (n_p,) y_scale * intercept
     y_upper: np.ndarray      # (n_y,) largest value Y[r] can reach
-    weights: dict            # distinct weight -> Fraction, for the objective scale
 
 
 def _grid(model: _Model) -> _Grid:
@@ -43,7 +43,6 @@ def _grid(model: _Model) -> _Grid:
     fb = _fractions(model.piece_intercepts, lambda i, v: f"h intercept {v!r} of {piece(i)}")
     finite_cap = np.isfinite(model.y_upper)
     fu = _fractions(model.y_upper[finite_cap], lambda i, v: f"h cap {v!r} of unit {model.units[finite_cap][i]}")
-    fw = _fractions(model.weights, lambda i, v: f"weight {v!r} of unit {model.units[i]}")
 
     x_part = sp.csr_array(cover[model.piece_units])
     x_part.sort_indices()
@@ -72,17 +71,24 @@ def _grid(model: _Model) -> _Grid:
     y_upper[finite_cap] = np.minimum(reach[finite_cap], caps)
     if y_upper.size and int(y_upper.max()) > _MAX_SCALED:
         raise Declined("h values scale to integers above 2**40 — use milp-highs or milp-cbc")
-    return _Grid(y_scale=y_scale, x_part=x_part, coefs=coefs, intercepts=intercepts, y_upper=y_upper, weights=fw)
+    return _Grid(y_scale=y_scale, x_part=x_part, coefs=coefs, intercepts=intercepts, y_upper=y_upper)
+
+
+#: largest ``y_scale`` a float back-end gets integral y with: beyond it the grid step is too fine to
+#: help close a gap, and integer columns of that range with near-equal coefficients (coverage 1/3
+#: next to 0.333333 gives y_scale 3,000,000) made CBC report a feasible model infeasible
+_MAX_GRID_SCALE = 10**4
 
 
 def _try_grid(model: _Model, wanted: bool) -> _Grid | None:
-    """The integer cover rows when wanted and the data allow them, else None (y stays continuous)."""
+    """The integer cover rows when wanted and the data allow them on a coarse grid, else None (y continuous)."""
     if not wanted:
         return None
     try:
-        return _grid(model)
+        grid = _grid(model)
     except Declined:
         return None
+    return grid if grid.y_scale <= _MAX_GRID_SCALE else None
 
 
 @dataclass(frozen=True)
@@ -91,36 +97,49 @@ class _Scaled:
 
     grid: _Grid
     costs: np.ndarray        # (n_x,) cost_scale * c (zeros when there is no budget row)
-    budget: int              # floor(cost_scale * B), snapped when within round-off of an integer
+    budget: int              # floor(cost_scale * B), exactly (see _cost_grid)
     objective: np.ndarray    # (n_y,) value_scale * w / y_scale
     cost_scale: int
-    value_scale: int
+    value_scale: Fraction    # F = objective . Y / value_scale
+
+
+def _cost_grid(model: _Model) -> tuple[int, np.ndarray, int]:
+    """Costs and budget in integers, exactly on the decimals they stand for (:func:`solvers.exact.as_fraction`).
+
+    Returns ``(cost_scale, costs, budget)`` with ``budget = floor(cost_scale * B)``, so a store
+    fits the integer row exactly when it fits the budget exactly.
+    """
+    costs = model.costs / model.cost_scale          # exact: the scale is a power of two
+    uniq, first = np.unique(costs, return_index=True)
+    fracs, scale = {}, 1
+    for v, i in zip(uniq.tolist(), first.tolist()):
+        f = as_fraction(v)
+        scale = math.lcm(scale, f.denominator)
+        if scale > _MAX_SCALED:
+            raise Declined(f"cost {v!r} of candidate {model.candidates[i]} is not a short decimal: the costs need "
+                           f"a scale above 2**40 to be integers; CP-SAT would risk overflow — use milp-highs or milp-cbc")
+        fracs[v] = f
+    ints = _scaled_ints(costs, lambda v: int(fracs[v] * scale), "costs")
+    budget = math.floor(as_fraction(model.budget / model.cost_scale) * scale)
+    return scale, ints, min(budget, int(ints.sum()))
 
 
 def _scale_for_cpsat(model: _Model) -> _Scaled:
     """Scale the whole reduced model exactly to integers, or raise :class:`Declined`."""
     grid = _grid(model)
-    # costs enter only through the budget row
-    fc = _fractions(model.costs if model.budget_row else np.zeros(0),
-                    lambda i, v: f"cost {v!r} of candidate {model.candidates[i]}")
-    value_scale = _lcm_of_denominators([f / grid.y_scale for f in grid.weights.values()])
-    cost_scale = _lcm_of_denominators(fc.values())
-    for what, scale in (("value", value_scale), ("cost", cost_scale)):
-        if scale > _MAX_SCALED:
-            raise Declined(f"the {what} scale needed to make the data integer is {scale} > 2**40; CP-SAT would risk "
-                           "overflow — use milp-highs or milp-cbc")
-    objective = _scaled_ints(model.weights, lambda v: int(grid.weights[v] * value_scale / grid.y_scale), "weights")
+    weights = model.weights / model.value_scale     # the problem's own weights, exactly
+    # weights only need a common scale: short decimals such as 1e-9 are exact too
+    fw = _fractions(weights, lambda i, v: f"weight {v!r} of unit {model.units[i]}", decimals=True)
+    # the objective only needs to be proportional to F: divide by the gcd of the w / y_scale
+    ratios = [f / grid.y_scale for f in fw.values()]
+    value_scale = Fraction(_lcm_of_denominators(ratios), math.gcd(*(r.numerator for r in ratios)) or 1)
+    objective = _scaled_ints(weights, lambda v: int(fw[v] * value_scale / grid.y_scale), "weights")
     if float(np.dot(objective.astype(float), grid.y_upper.astype(float))) > 2.0**53:
         raise Declined("the scaled objective can exceed 2**53 — use milp-highs or milp-cbc")
-    costs = (_scaled_ints(model.costs, lambda v: int(fc[v] * cost_scale), "costs") if model.budget_row
-             else np.zeros(model.n_x, dtype=np.int64))
-
-    b = model.budget * cost_scale
-    total = int(costs.sum())
-    if not math.isfinite(b) or b >= total:
-        budget_int = total
+    # costs enter only through the budget row
+    if model.budget_row:
+        cost_scale, costs, budget_int = _cost_grid(model)
     else:
-        nearest = round(b)
-        budget_int = int(nearest) if abs(b - nearest) <= 1e-9 * max(1.0, abs(b)) else math.floor(b)
+        cost_scale, costs, budget_int = 1, np.zeros(model.n_x, dtype=np.int64), 0
     return _Scaled(grid=grid, costs=costs, budget=budget_int, objective=objective, cost_scale=cost_scale,
                    value_scale=value_scale)
