@@ -108,6 +108,8 @@ def _print_solve(report) -> None:
     if report.certified:
         names = " + ".join(r.method for r in report.results)
         echo(f"certified by {names} (values agree within {report.certification.rtol:g})")
+        for note in report.backend_failures:
+            echo(f"  - first tried: {note}")
     else:
         echo("not certified:")
         for reason in report.reasons:

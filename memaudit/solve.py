@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from solvers import BackendUnavailable, Declined, Problem, ProblemError, Result, SolverError
-from solvers.certify import CERT_RTOL, Certification, compare_results
+from solvers.certify import CERT_RTOL, Certification, compare_results, run_rescaled
 from solvers.objective import coverage_sums, h_values
 from solvers.registry import BACKENDS, get_method, method_names
 
@@ -114,7 +114,7 @@ def run_solver(name: str, problem: Problem, budget: float, settings: dict) -> Re
     """Run a registered method; a missing back-end, numbers no solver can state and settings the
     method rejects become one-line errors (a back-end that declines still raises ``Declined``)."""
     try:
-        return get_method(name)(problem, budget, **settings)
+        return run_rescaled(get_method(name), problem, budget, **settings)
     except BackendUnavailable as exc:
         raise BackendUnavailableError(str(exc)) from exc
     except (ProblemError, SolverError) as exc:
@@ -154,6 +154,9 @@ class SolveReport:
         ``compare_results`` of both results; None when there is no back-end result.
     declined : str
         Why the back-end declined the package ("" when it did not).
+    backend_failures : tuple of str
+        Back-ends that failed on this package (a solver failure, not bad input), in the order
+        tried; the next certifying back-end then ran in their place.
     """
 
     package: Package
@@ -165,6 +168,7 @@ class SolveReport:
     backend_result: Result | None = None
     certification: Certification | None = None
     declined: str = ""
+    backend_failures: tuple = ()
 
     @property
     def certified(self) -> bool:
@@ -193,8 +197,10 @@ class SolveReport:
         if self.backend is None:
             return ["no certifying back-end was run (back-end 'none')"]
         if self.declined:
-            return [self.declined]
-        return list(self.certification.reasons)
+            return [*self.backend_failures, self.declined]
+        if self.certification is None:
+            return list(self.backend_failures)
+        return [*self.backend_failures, *self.certification.reasons]
 
     @property
     def results(self) -> list[Result]:
@@ -270,14 +276,31 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
         raise BackendDeclinedError(declined_message(name, exc)) from exc
     if backend is None:
         return SolveReport(pkg, compiled, float(budget), name, result)
-    say(f"certifying with {backend}...")
-    try:
-        backend_result = run_solver(backend, problem, budget, backend_settings)
-    except Declined as exc:
-        return SolveReport(pkg, compiled, float(budget), name, result, backend,
-                           declined=declined_message(backend, exc))
-    cert = compare_results(problem, budget, result, backend_result, rtol=rtol)
-    return SolveReport(pkg, compiled, float(budget), name, result, backend, backend_result, cert)
+    # a back-end that fails on valid data is a solver failure: say so and try the next one
+    failures: list[str] = []
+    for candidate in [backend] + [b for b in sorted(BACKENDS) if b not in (backend, name)]:
+        say(f"certifying with {candidate}...")
+        try:
+            backend_result = _run_backend(candidate, problem, budget, backend_settings if candidate == backend
+                                          else _settings(candidate, time_limit))
+        except Declined as exc:
+            if candidate != backend:
+                failures.append(declined_message(candidate, exc))
+                continue
+            return SolveReport(pkg, compiled, float(budget), name, result, backend,
+                               declined=declined_message(backend, exc))
+        except (SolverError, BackendUnavailable) as exc:
+            failures.append(f"{candidate} failed on this package (a solver failure, not bad input): {exc}")
+            continue
+        cert = compare_results(problem, budget, result, backend_result, rtol=rtol)
+        return SolveReport(pkg, compiled, float(budget), name, result, candidate, backend_result, cert,
+                           backend_failures=tuple(failures))
+    return SolveReport(pkg, compiled, float(budget), name, result, backend, backend_failures=tuple(failures))
+
+
+def _run_backend(name: str, problem: Problem, budget: float, settings: dict) -> Result:
+    """Run a certifying back-end; its SolverError and a missing install propagate as they are."""
+    return run_rescaled(get_method(name), problem, budget, **settings)
 
 
 # -- describing the store -----------------------------------------------------

@@ -177,7 +177,8 @@ def _scaled_ints(values: np.ndarray, as_int, what: str) -> np.ndarray:
 
 
 def rescale_factors(problem, budget: float) -> tuple[float, float]:
-    """Powers of two ``(cost_scale, value_scale)`` that bring the budget and the largest weight into [1, 2).
+    """Powers of two ``(cost_scale, value_scale)`` that bring the budget (the smallest cost when the
+    budget is 0) and the largest weight into [1, 2).
 
     Only far-off scales are touched: a factor is 1 when its magnitude already lies in
     ``[2**-4, 2**20]``, where the methods' own float rules are tested.
@@ -192,7 +193,9 @@ def rescale_factors(problem, budget: float) -> tuple[float, float]:
     def factor(magnitude):
         return 1.0 if magnitude == 0 or 2.0**-4 <= magnitude <= 2.0**20 else power_of_two(magnitude)
     w_max = float(problem.weights.max()) if problem.n_units else 0.0
-    return factor(abs(float(budget))), factor(w_max)
+    # with a budget of 0 the costs set the scale, so no float slack admits a tiny cost
+    c_ref = abs(float(budget)) or (float(problem.costs.min()) if problem.n_candidates else 0.0)
+    return factor(c_ref), factor(w_max)
 
 
 def rescaled(problem, budget: float, cost_scale: float, value_scale: float):

@@ -248,11 +248,35 @@ def test_cpsat_declines_irrational_looking_weights():
 
 
 def test_cpsat_declines_costs_that_do_not_scale_only_when_the_budget_binds():
-    # costs are read as the decimals they stand for: 1/7 (0.14285714285714285) needs a scale of 10**17
-    problem = Problem.build([1 / 7, 2.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [1.0, 1.0])
-    with pytest.raises(Declined, match=r"cost 0\.14285714285714285 of candidate 0 is not a short decimal"):
+    # neither a short decimal nor a small ratio
+    problem = Problem.build([0.123456789123456, 2.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [1.0, 1.0])
+    with pytest.raises(Declined, match=r"cost 0\.123456789123456 of candidate 0 is not a ratio of small integers"):
         cpsat(problem, 2.1)
     assert cpsat(problem, 10.0).value == 2.0      # every store fits: costs never enter the model
+
+
+def test_cpsat_states_thirds_exactly_on_their_decimals():
+    # 0.6666666666666666 is exactly twice 0.3333333333333333: one common unit, integers 1 and 2
+    third = 1 / 3
+    problem = Problem.build([third, third, third, 2 * third], [0, 1, 2, 3], np.eye(4), [1.0, 1.0, 1.0, 2.5])
+    for budget in (1.0, 3.333333, 0.7, 0.9999999999999999):
+        r = cpsat(problem, budget)
+        assert r.status == "optimal" and r.value == pytest.approx(brute_force(problem, budget), rel=1e-12), budget
+
+
+def test_cpsat_states_small_ratios_only_where_no_decimal_store_is_lost():
+    # thirds next to sevenths share no short decimal unit: stated as the ratios 7/21 and 3/21
+    third = 1 / 3
+    problem = Problem.build([third, third, third, 1 / 7], [0, 1, 2, 3], np.eye(4), [1.0, 1.0, 1.0, 2.5])
+    for budget in (1.0, 3.333333, 0.7):
+        r = cpsat(problem, budget)
+        assert r.status == "optimal" and r.value == pytest.approx(brute_force(problem, budget), rel=1e-12), budget
+        assert r.stats["cost_scale"] == (21 if budget < 1.15 else 1)     # 1: every store fits, no budget row
+    # just below the step 1 = 21/21: three thirds fit on the decimals (3 * 0.3333333333333333) but not as
+    # ratios, so stating them as ratios would lose that store: declined
+    assert is_feasible(problem, [0, 1, 2], 0.9999999999999999)
+    with pytest.raises(Declined, match="within round-off of a step"):
+        cpsat(problem, 0.9999999999999999)
 
 
 def test_cpsat_states_short_decimal_costs_exactly():

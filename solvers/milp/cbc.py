@@ -13,7 +13,7 @@ import numpy as np
 from ..objective import evaluate
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
-from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_faithful, _check_settings, _Model, _reduced_model, _trivial,
+from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_faithful, _checked_store, _check_settings, _Model, _reduced_model, _trivial,
                     _unscaled_bound)
 from .scaling import _Grid, _try_grid
 from .versions import _unavailable, backend_versions
@@ -149,7 +149,8 @@ def milp_cbc(problem: Problem, budget: float, /, *, time_limit: float | None = N
     timed_out = bool(_CBC_STOPPED_ON_TIME.search(log))
 
     def chosen_now():
-        return model.candidates[np.array([(v.varValue or 0.0) > 0.5 for v in xs], dtype=bool)]
+        return _checked_store(problem, budget, model.candidates[np.array([(v.varValue or 0.0) > 0.5 for v in xs],
+                                                                          dtype=bool)], "CBC")
 
     if sol_status == pulp.LpSolutionOptimal:
         return make_result(problem, budget, method="milp-cbc", settings=settings, chosen=chosen_now(),

@@ -14,6 +14,11 @@ from .model import RANDOM_SEED, _check_settings, _reduced_model, _trivial
 from .scaling import _scale_for_cpsat
 from .versions import _unavailable, backend_versions
 
+def _plain(f: Fraction):
+    """A scale for ``stats``: an int when it is one, else the fraction as text ("3/7")."""
+    return int(f) if f.denominator == 1 else str(f)
+
+
 def cpsat(problem: Problem, budget: float, /, *, time_limit: float | None = None, threads: int = 1) -> Result:
     """Solve exactly with OR-Tools CP-SAT on the model scaled exactly to integers.
 
@@ -75,7 +80,7 @@ def cpsat(problem: Problem, budget: float, /, *, time_limit: float | None = None
         return _trivial(problem, budget, "cpsat", settings, started, stats)
     scaled = _scale_for_cpsat(model)
     grid = scaled.grid
-    stats.update(cost_scale=scaled.cost_scale, y_scale=grid.y_scale, value_scale=str(scaled.value_scale))
+    stats.update(cost_scale=_plain(scaled.cost_scale), y_scale=grid.y_scale, value_scale=_plain(scaled.value_scale))
 
     m = cp_model.CpModel()
     lin = cp_model.LinearExpr

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
-from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_faithful, _check_settings, _Model, _reduced_model, _trivial,
+from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_faithful, _checked_store, _check_settings, _Model, _reduced_model, _trivial,
                     _unscaled_bound, _zero_gap)
 from .scaling import _Grid, _try_grid
 from .versions import _dist_version, _unavailable
@@ -180,7 +180,7 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
     chosen = []
     if has_solution:
         x = np.asarray(h.getSolution().col_value, dtype=float)[:model.n_x]
-        chosen = model.candidates[x > 0.5]
+        chosen = _checked_store(problem, budget, model.candidates[x > 0.5], "HiGHS")
     bound = _unscaled_bound(model, float(info.mip_dual_bound))
     if model_status == highspy.HighsModelStatus.kOptimal and has_solution:
         if info.mip_gap == 0 or _zero_gap(float(info.objective_function_value), float(info.mip_dual_bound)):

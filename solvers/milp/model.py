@@ -12,7 +12,8 @@ import scipy.sparse as sp
 
 from ..exact import MAX_MAGNITUDE_RATIO, fits_budget, power_of_two
 from ..problem import Problem
-from ..result import Declined, Result, check_budget, make_result
+from ..objective import infeasibility
+from ..result import Declined, Result, SolverError, check_budget, make_result
 
 if TYPE_CHECKING:  # the grid is built from a model, in scaling.py
     from .scaling import _Grid
@@ -212,6 +213,19 @@ def _check_faithful(model: _Model, backend: str) -> None:
         raise Declined(f"a cost of {model.costs.min() / model.cost_scale:g} against the budget "
                        f"{model.budget / model.cost_scale:g} (a ratio above {MAX_MAGNITUDE_RATIO:g}): {backend} "
                        "cannot state the budget row faithfully next to its tolerances")
+
+
+def _checked_store(problem: Problem, budget: float, chosen, backend: str) -> np.ndarray:
+    """The back-end's store, or :class:`SolverError` when it does not fit the budget exactly.
+
+    A float back-end may return a store over the budget by its feasibility tolerance; that is
+    a failure of the back-end on valid data (the caller can try another), never bad input.
+    """
+    why = infeasibility(problem, chosen, budget)
+    if why:
+        raise SolverError(f"{backend} returned a store that is not feasible on the exact numbers ({why}); "
+                          "its float tolerances admitted it: a back-end failure, not bad input")
+    return np.asarray(chosen, dtype=np.int64)
 
 
 def _unscaled_bound(model: _Model, bound: float) -> float:

@@ -99,29 +99,49 @@ class _Scaled:
     costs: np.ndarray        # (n_x,) cost_scale * c (zeros when there is no budget row)
     budget: int              # floor(cost_scale * B), exactly (see _cost_grid)
     objective: np.ndarray    # (n_y,) value_scale * w / y_scale
-    cost_scale: int
+    cost_scale: Fraction
     value_scale: Fraction    # F = objective . Y / value_scale
 
 
-def _cost_grid(model: _Model) -> tuple[int, np.ndarray, int]:
-    """Costs and budget in integers, exactly on the decimals they stand for (:func:`solvers.exact.as_fraction`).
+def _common_unit(fracs) -> Fraction:
+    """The factor that maps positive fractions to coprime integers: lcm of denominators / gcd of numerators."""
+    fracs = list(fracs)
+    lcm = _lcm_of_denominators(fracs)
+    return Fraction(lcm, math.gcd(*(int(f * lcm) for f in fracs)) or 1)
 
-    Returns ``(cost_scale, costs, budget)`` with ``budget = floor(cost_scale * B)``, so a store
-    fits the integer row exactly when it fits the budget exactly.
+
+def _cost_grid(model: _Model) -> tuple[Fraction, np.ndarray, int]:
+    """Costs and budget in integers, exact on the decimals they stand for (:func:`solvers.exact.as_fraction`).
+
+    Returns ``(cost_scale, costs, budget)`` with ``budget = floor(cost_scale * B)``; ``cost_scale`` is
+    the smallest factor making every cost a coprime integer (only the costs' common unit matters).  Costs on a short
+    decimal grid are stated as those decimals: a store fits the integer row exactly when it fits the
+    budget.  Otherwise costs that are small ratios (thirds: 0.6666666666666666 as 2/3) are stated as
+    the ratios when that loses no store: the ratio and the decimal sums of any store differ by less
+    than ``delta`` (the floats' rounding), so when no grid step ``k / cost_scale`` lies in
+    ``(B, B + delta]`` every store that fits on the decimals fits the integer row; a store the row
+    admits but the decimals do not is caught by the exact check of the result.  Else decline.
     """
     costs = model.costs / model.cost_scale          # exact: the scale is a power of two
+    budget = as_fraction(model.budget / model.cost_scale)
     uniq, first = np.unique(costs, return_index=True)
-    fracs, scale = {}, 1
-    for v, i in zip(uniq.tolist(), first.tolist()):
-        f = as_fraction(v)
-        scale = math.lcm(scale, f.denominator)
-        if scale > _MAX_SCALED:
-            raise Declined(f"cost {v!r} of candidate {model.candidates[i]} is not a short decimal: the costs need "
-                           f"a scale above 2**40 to be integers; CP-SAT would risk overflow — use milp-highs or milp-cbc")
-        fracs[v] = f
+    fracs = {v: as_fraction(v) for v in uniq.tolist()}
+    scale = _common_unit(fracs.values())
+    if max(fracs.values()) * scale > _MAX_SCALED:
+        fracs = _fractions(costs, lambda i, v: f"cost {v!r} of candidate {model.candidates[i]}")
+        scale = _common_unit(fracs.values())
+        if scale.numerator > _MAX_SCALED:
+            raise Declined(f"the costs need a scale of {scale} > 2**40 to be integers; CP-SAT would risk "
+                           "overflow — use milp-highs or milp-cbc")
+        delta = Fraction(len(costs) + 2) * Fraction(2) ** -52 * (as_fraction(float(np.abs(costs).sum())) + budget)
+        next_step = (math.floor(budget * scale) + 1) / scale
+        if next_step <= budget + delta:
+            v = float(uniq[0])
+            raise Declined(f"cost {v!r} of candidate {model.candidates[int(first[0])]} is not a short decimal, and "
+                           f"the budget {float(budget)!r} lies within round-off of a step of the costs' grid {1 / scale}: "
+                           "CP-SAT cannot state the budget row exactly — use milp-highs or milp-cbc")
     ints = _scaled_ints(costs, lambda v: int(fracs[v] * scale), "costs")
-    budget = math.floor(as_fraction(model.budget / model.cost_scale) * scale)
-    return scale, ints, min(budget, int(ints.sum()))
+    return scale, ints, min(math.floor(budget * scale), int(ints.sum()))
 
 
 def _scale_for_cpsat(model: _Model) -> _Scaled:
@@ -140,6 +160,6 @@ def _scale_for_cpsat(model: _Model) -> _Scaled:
     if model.budget_row:
         cost_scale, costs, budget_int = _cost_grid(model)
     else:
-        cost_scale, costs, budget_int = 1, np.zeros(model.n_x, dtype=np.int64), 0
+        cost_scale, costs, budget_int = Fraction(1), np.zeros(model.n_x, dtype=np.int64), 0
     return _Scaled(grid=grid, costs=costs, budget=budget_int, objective=objective, cost_scale=cost_scale,
                    value_scale=value_scale)
