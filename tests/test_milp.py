@@ -378,11 +378,13 @@ def test_missing_backend_says_what_to_install(monkeypatch, method, module, insta
 def test_cbc_constraints_are_named_after_their_meaning():
     pulp = pytest.importorskip("pulp")
     problem = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [1, 1], [0.5, 0]], [1.0, 2.0])
-    model = milp._reduced_model(problem, 3.0)
+    model = milp._reduced_model(problem, 3.0, fold_private=False)
     prob, _, n_rows = milp._cbc_problem(pulp, model)
     names = ["budget", "one_per_group_0", "cover_0_piece_0", "cover_1_piece_0"]
     assert model.row_names() == names and n_rows == len(names)
     assert all(prob.get_constraint_by_name(n) is not None for n in names)
+    # unit 1 is covered by candidate 1 alone: folded, its row goes
+    assert milp._reduced_model(problem, 3.0).row_names() == names[:3]
 
 
 def test_import_is_light_and_solves_print_nothing():
@@ -399,3 +401,40 @@ def test_import_is_light_and_solves_print_nothing():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
+
+
+# -- the formulation chosen by the data -------------------------------------------------
+
+def test_private_units_fold_into_the_candidate_objective():
+    from solvers.milp.model import _reduced_model
+    # candidate 2 alone covers units 2..6 (pwl h on unit 3): their worth moves onto x[2]
+    cov = np.zeros((4, 7))
+    cov[0, 0] = cov[1, 0] = cov[1, 1] = cov[3, 1] = 1.0
+    cov[2, 2:] = [1.0, 0.5, 2.0, 1.0, 0.25]
+    slopes = np.tile([1.0, 0.0, 0.0], (7, 1))
+    intercepts = np.tile([0.0, 1.0, 1.0], (7, 1))
+    slopes[3], intercepts[3] = [2.0, 0.5, 0.0], [0.0, 0.75, 1.5]
+    p = Problem.build([2.0, 3.0, 4.0, 1.0], [0, 0, 1, 2], cov, [1, 2, 3, 1, 1, 2, 4],
+                      h_slopes=slopes, h_intercepts=intercepts)
+    model = _reduced_model(p, 10.0)
+    assert model.units.tolist() == [0, 1]
+    assert model.x_values[2] / model.value_scale == pytest.approx(3 + 1 * 1.0 + 1 + 2 + 4 * 0.25)
+    for budget in (1.0, 4.0, 5.0, 7.0, 10.0):
+        for name, fn in sorted(BACKENDS.items()):
+            assert fn(p, budget).value == pytest.approx(brute_force(p, budget), rel=1e-12), (name, budget)
+
+
+@pytest.mark.parametrize("method", ["milp-highs", "milp-cbc"])
+def test_integral_y_off_above_the_cap_gives_the_same_opt(method, monkeypatch):
+    import solvers.milp.scaling as scaling
+    from solvers.bruteforce import brute_force as oracle
+    from solvers.random_problems import random_problem as package_like
+    for seed in range(3):
+        problem = package_like(6, seed)
+        budget = float(int(0.25 * problem.stream_cost()))
+        on = BACKENDS[method](problem, budget)
+        monkeypatch.setattr(scaling, "_MAX_INTEGRAL_Y", 0)
+        off = BACKENDS[method](problem, budget)
+        monkeypatch.undo()
+        assert on.stats["integral_y"] and not off.stats["integral_y"]
+        assert on.value == pytest.approx(off.value, rel=1e-12) == oracle(problem, budget).value

@@ -53,7 +53,7 @@ def _cbc_problem(pulp, model: _Model, grid: _Grid | None = None):
         s, e = indptr[i], indptr[i + 1]
         expr = pulp.LpAffineExpression(zip([columns[j] for j in indices[s:e]], data[s:e]))
         prob.addConstraint(pulp.LpConstraint(expr, sense=le, name=name, rhs=rhs))
-    prob.setObjective(pulp.LpAffineExpression(zip(ys, cost[model.n_x:].tolist())))
+    prob.setObjective(pulp.LpAffineExpression([(v, c) for v, c in zip(columns, cost.tolist()) if c != 0]))
     return prob, xs, a.shape[0]
 
 

@@ -75,7 +75,7 @@ def cpsat(problem: Problem, budget: float, /, *, time_limit: float | None = None
     stats = {"backend": "cp-sat", "backend_version": backend_versions()["cpsat"],
              "gap_rel": 0.0, "gap_abs": 0.0, "random_seed": RANDOM_SEED, "linearization_level": 2}
     t0 = time.perf_counter()
-    model = _reduced_model(problem, budget)
+    model = _reduced_model(problem, budget, fold_private=False)   # its objective is stated on y only
     if model.n_x == 0:
         return _trivial(problem, budget, "cpsat", settings, started, stats)
     scaled = _scale_for_cpsat(model)

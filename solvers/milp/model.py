@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from ..exact import MAX_MAGNITUDE_RATIO, fits_budget, power_of_two
 from ..problem import Problem
-from ..objective import infeasibility
+from ..objective import h_values, infeasibility
 from ..result import Declined, Result, SolverError, check_budget, make_result
 
 if TYPE_CHECKING:  # the grid is built from a model, in scaling.py
@@ -78,6 +78,7 @@ class _Model:
     costs: np.ndarray             # (n_x,) cost_scale * c
     units: np.ndarray             # (n_y,) original index of each y column
     weights: np.ndarray           # (n_y,) value_scale * w
+    x_values: np.ndarray          # (n_x,) value_scale * the worth of the private units each x covers
     y_upper: np.ndarray           # (n_y,) smallest flat piece of h_r, inf if none
     cover: sp.csr_array           # (n_y, n_x) a[u, r] transposed
     piece_units: np.ndarray       # (n_p,) y column of each cover row
@@ -143,11 +144,16 @@ class _Model:
             y_cost, y_upper = self.weights, self.y_upper
         else:
             y_cost, y_upper = self.weights / grid.y_scale, grid.y_upper.astype(float)
-        return np.concatenate([np.zeros(self.n_x), y_cost]), np.concatenate([np.ones(self.n_x), y_upper])
+        return np.concatenate([self.x_values, y_cost]), np.concatenate([np.ones(self.n_x), y_upper])
 
 
-def _reduced_model(problem: Problem, budget: float) -> _Model:
-    """Keep the candidates that fit the budget and cover a unit worth something, and those units."""
+def _reduced_model(problem: Problem, budget: float, fold_private: bool = True) -> _Model:
+    """Keep the candidates that fit the budget and cover a unit worth something, and those units.
+
+    With ``fold_private`` a unit covered by one kept candidate becomes part of that candidate's
+    objective coefficient (``x_values``) instead of a y column: exact, and it removes the rows of
+    a candidate that alone covers many units.
+    """
     n_units = problem.n_units
     flat = problem.h_slopes == 0
     y_upper_all = np.where(flat, problem.h_intercepts, np.inf).min(axis=1) if n_units else np.zeros(0)
@@ -163,6 +169,19 @@ def _reduced_model(problem: Problem, budget: float) -> _Model:
     a = sp.csr_array(sub[np.flatnonzero(useful)])
     cover = sp.csr_array(a.T)
     cover.sort_indices()
+    x_values = np.zeros(candidates.size)
+    if fold_private and units.size:
+        # a unit only one kept candidate covers is worth w[r] * h_r(a[u, r]) * x[u] (h(0) = 0, x binary):
+        # its value moves onto x[u] and its y column and cover rows go
+        private = np.diff(cover.indptr) == 1
+        if private.any():
+            rows = np.flatnonzero(private)
+            owner, amount = cover.indices[cover.indptr[rows]], cover.data[cover.indptr[rows]]
+            worth = problem.weights[units[rows]] * h_values(problem, units[rows], amount)
+            np.add.at(x_values, owner, worth)
+            keep_rows = np.flatnonzero(~private)
+            units, cover = units[keep_rows], sp.csr_array(cover[keep_rows])
+            cover.sort_indices()
 
     # sloped pieces of kept units; a piece never below the flat cap cannot bind; duplicates go
     slopes, intercepts = problem.h_slopes[units], problem.h_intercepts[units]
@@ -190,8 +209,10 @@ def _reduced_model(problem: Problem, budget: float) -> _Model:
     np.maximum.at(group_max, groups, costs)
     weights = problem.weights[units]
     cost_scale = power_of_two(budget)
-    value_scale = power_of_two(weights.max()) if weights.size else 1.0
+    w_max = max(float(weights.max()) if weights.size else 0.0, float(x_values.max()) if x_values.size else 0.0)
+    value_scale = power_of_two(w_max)
     return _Model(candidates=candidates, costs=costs * cost_scale, units=units, weights=weights * value_scale,
+                  x_values=x_values * value_scale,
                   y_upper=y_upper, cover=cover, piece_units=pu, piece_ids=pk, piece_slopes=ps,
                   piece_intercepts=pb, group_ids=group_ids, group_rows=group_rows, budget=float(budget) * cost_scale,
                   budget_row=not fits_budget(group_max, budget), cost_scale=cost_scale, value_scale=value_scale)
@@ -204,11 +225,12 @@ def _check_faithful(model: _Model, backend: str) -> None:
     weight or a cost smaller than ``1 / MAX_MAGNITUDE_RATIO`` of them would sit below the
     back-end's feasibility and optimality tolerances.
     """
-    w = model.weights
+    w = np.concatenate([model.weights, model.x_values[model.x_values > 0]])
     if w.size and w.min() * MAX_MAGNITUDE_RATIO < w.max():
-        raise Declined(f"unit weights span {w.min() / model.value_scale:g} to {w.max() / model.value_scale:g}, "
-                       f"a ratio above {MAX_MAGNITUDE_RATIO:g}: {backend} cannot state the small ones "
-                       "faithfully next to its tolerances; rescale the weights or use bnb with brute force")
+        raise Declined(f"the objective's coefficients (unit weights, and the worth of units one candidate alone "
+                       f"covers) span {w.min() / model.value_scale:g} to {w.max() / model.value_scale:g}, a ratio "
+                       f"above {MAX_MAGNITUDE_RATIO:g}: {backend} cannot state the small ones faithfully next to "
+                       "its tolerances; rescale the weights or use bnb with brute force")
     if model.budget_row and model.costs.size and model.costs.min() * MAX_MAGNITUDE_RATIO < model.budget:
         raise Declined(f"a cost of {model.costs.min() / model.cost_scale:g} against the budget "
                        f"{model.budget / model.cost_scale:g} (a ratio above {MAX_MAGNITUDE_RATIO:g}): {backend} "
