@@ -84,7 +84,7 @@ def parse_methods(text) -> list[str]:
     >>> parse_methods("density,nope")
     Traceback (most recent call last):
     ...
-    memaudit.errors.MethodError: unknown method 'nope'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, gvt-upgrade, milp-cbc, milp-highs, random, recency, kind:<k>
+    memaudit.errors.MethodError: unknown method 'nope'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, gvt-upgrade, milp-cbc, milp-highs, milp-scip, random, recency, kind:<k>
     """
     names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text)]
     names = [n for n in names if n]

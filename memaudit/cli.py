@@ -44,7 +44,7 @@ EXIT_BAD_INPUT = 1
 EXIT_USAGE = 2
 EXIT_NOT_CERTIFIED = 3
 
-_BACKEND_CHOICES = "highs|cbc|cpsat|none"
+_BACKEND_CHOICES = "highs|cbc|cpsat|scip|none"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -23,7 +23,7 @@ __all__ = ["SolveReport", "solve_package", "store_rows", "uncovered_units", "res
            "method_time_limit", "run_solver", "declined_message"]
 
 #: short names accepted for the certifying back-ends (``none`` = do not certify)
-BACKEND_ALIASES = {"highs": "milp-highs", "cbc": "milp-cbc", "cpsat": "cpsat", "none": None}
+BACKEND_ALIASES = {"highs": "milp-highs", "cbc": "milp-cbc", "cpsat": "cpsat", "scip": "milp-scip", "none": None}
 
 #: relative tolerance under which a unit counts as fully covered (h(s) >= (1 - tol) * h(inf))
 _FULL_RTOL = 1e-9
@@ -51,7 +51,7 @@ def resolve_method(name: str) -> str:
     >>> resolve_method("simplex")
     Traceback (most recent call last):
     ...
-    memaudit.errors.MethodError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, gvt-upgrade, milp-cbc, milp-highs, random, recency, kind:<k>
+    memaudit.errors.MethodError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, gvt-upgrade, milp-cbc, milp-highs, milp-scip, random, recency, kind:<k>
     """
     if not isinstance(name, str):
         raise MethodError(f"a method name must be a string; got {name!r}; valid methods: {method_names()}")
@@ -76,7 +76,7 @@ def resolve_backend(name: str | None) -> str | None:
     >>> resolve_backend("gurobi")
     Traceback (most recent call last):
     ...
-    memaudit.errors.MethodError: unknown back-end 'gurobi'; valid back-ends: cbc, cpsat, highs, milp-cbc, milp-highs, none
+    memaudit.errors.MethodError: unknown back-end 'gurobi'; valid back-ends: cbc, cpsat, highs, milp-cbc, milp-highs, milp-scip, none, scip
     """
     if name is None:
         return None

@@ -215,4 +215,4 @@ def rescaled(problem, budget: float, cost_scale: float, value_scale: float):
         raise Declined("the costs or the weights span too many orders of magnitude to be rescaled exactly "
                        "(a factor of two would overflow or underflow)")
     return Problem(costs, problem.groups, problem.coverage, weights, problem.h_slopes, problem.h_intercepts,
-                   problem.n_groups, problem.kinds), b
+                   problem.n_groups, problem.kinds, problem.cost_unit * cost_scale), b

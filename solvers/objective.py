@@ -106,7 +106,8 @@ def infeasibility(problem: Problem, chosen, budget: float) -> str:
         dup = int(np.flatnonzero(np.bincount(g) > 1)[0])
         return f"group {dup} has more than one chosen candidate"
     costs = problem.costs[idx]
-    if not fits_budget(costs, budget):
+    unit = problem.cost_unit      # a power of two: dividing it out is exact
+    if not (fits_budget(costs, budget) if unit == 1.0 else fits_budget(costs / unit, float(budget) / unit)):
         return f"cost {_num(float(costs.sum()))} exceeds the budget {_num(float(budget))}"
     return ""
 

@@ -50,7 +50,7 @@ def get_method(name: str):
     >>> get_method("simplex")
     Traceback (most recent call last):
     ...
-    ValueError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, gvt-upgrade, milp-cbc, milp-highs, random, recency, kind:<k>
+    ValueError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, fifo, greedy, gvt, gvt-upgrade, milp-cbc, milp-highs, milp-scip, random, recency, kind:<k>
     """
     if name in METHODS:
         return METHODS[name]

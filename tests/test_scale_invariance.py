@@ -110,7 +110,7 @@ def test_agreement_is_relative_so_a_tiny_wrong_value_is_not_certified():
 def test_mixed_weight_magnitudes_are_declined_by_the_float_milps():
     p = Problem.build([1.0, 1.0], [0, 1], np.eye(2), [1.0, 1e-12])
     for name in ("milp-highs", "milp-cbc"):
-        with pytest.raises(Declined, match="span 1e-12 to 1, a ratio above 1e\+09"):
+        with pytest.raises(Declined, match=r"span 1e-12 to 1, a ratio above 1e\+09"):
             BACKENDS[name](p, 1.0)
 
 

@@ -1,13 +1,14 @@
-"""Exact MILP back-ends for the same model: HiGHS (highspy), CBC (through PuLP) and OR-Tools CP-SAT."""
+"""Exact MILP back-ends for the same model: HiGHS (highspy), CBC (through PuLP), OR-Tools CP-SAT and SCIP (PySCIPOpt)."""
 
 from .cbc import _cbc_log_bound, _cbc_problem, milp_cbc
 from .cpsat import cpsat
 from .highs import milp_highs
 from .model import RANDOM_SEED, _check_settings, _reduced_model
 from .scaling import _grid, _scale_for_cpsat, _try_grid
+from .scip import milp_scip
 from .versions import backend_versions
 
-__all__ = ["milp_highs", "milp_cbc", "cpsat", "BACKENDS", "backend_versions"]
+__all__ = ["milp_highs", "milp_cbc", "cpsat", "milp_scip", "BACKENDS", "backend_versions"]
 
 #: every exact MILP back-end by its method name
-BACKENDS = {"milp-highs": milp_highs, "milp-cbc": milp_cbc, "cpsat": cpsat}
+BACKENDS = {"milp-highs": milp_highs, "milp-cbc": milp_cbc, "cpsat": cpsat, "milp-scip": milp_scip}

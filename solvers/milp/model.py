@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from ..exact import MAX_MAGNITUDE_RATIO, fits_budget, power_of_two
+from ..exact import MAX_MAGNITUDE_RATIO, power_of_two
 from ..problem import Problem
 from ..objective import h_values, infeasibility
 from ..result import Declined, Result, SolverError, check_budget, make_result
@@ -91,6 +91,7 @@ class _Model:
     budget_row: bool              # False when every store of kept candidates fits
     cost_scale: float = 1.0       # power of two: the model's costs and budget are the problem's times it
     value_scale: float = 1.0      # power of two: the model's objective is F times it
+    decimal_unit: float = 1.0     # power of two: the model's costs / it are the package's own numbers
 
     @property
     def n_x(self) -> int:
@@ -205,8 +206,6 @@ def _reduced_model(problem: Problem, budget: float, fold_private: bool = True) -
                               shape=(group_ids.size, candidates.size))
 
     costs = problem.costs[candidates]
-    group_max = np.zeros(problem.n_groups)
-    np.maximum.at(group_max, groups, costs)
     weights = problem.weights[units]
     cost_scale = power_of_two(budget)
     w_max = max(float(weights.max()) if weights.size else 0.0, float(x_values.max()) if x_values.size else 0.0)
@@ -215,7 +214,16 @@ def _reduced_model(problem: Problem, budget: float, fold_private: bool = True) -
                   x_values=x_values * value_scale,
                   y_upper=y_upper, cover=cover, piece_units=pu, piece_ids=pk, piece_slopes=ps,
                   piece_intercepts=pb, group_ids=group_ids, group_rows=group_rows, budget=float(budget) * cost_scale,
-                  budget_row=not fits_budget(group_max, budget), cost_scale=cost_scale, value_scale=value_scale)
+                  budget_row=bool(infeasibility(problem, _group_max_store(problem, candidates), budget)),
+                  cost_scale=cost_scale, value_scale=value_scale, decimal_unit=cost_scale * problem.cost_unit)
+
+
+def _group_max_store(problem: Problem, candidates: np.ndarray) -> np.ndarray:
+    """Indices of the costliest kept candidate of each group: the costliest store of kept candidates."""
+    order = np.lexsort((-problem.costs[candidates], problem.groups[candidates]))
+    ranked = candidates[order]
+    first = np.r_[True, np.diff(problem.groups[ranked]) != 0] if ranked.size else np.zeros(0, dtype=bool)
+    return ranked[first]
 
 
 def _check_faithful(model: _Model, backend: str) -> None:

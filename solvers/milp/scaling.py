@@ -128,8 +128,8 @@ def _cost_grid(model: _Model) -> tuple[Fraction, np.ndarray, int]:
     ``(B, B + delta]`` every store that fits on the decimals fits the integer row; a store the row
     admits but the decimals do not is caught by the exact check of the result.  Else decline.
     """
-    costs = model.costs / model.cost_scale          # exact: the scale is a power of two
-    budget = as_fraction(model.budget / model.cost_scale)
+    costs = model.costs / model.decimal_unit        # exact: a power of two; the package's own numbers
+    budget = as_fraction(model.budget / model.decimal_unit)
     uniq, first = np.unique(costs, return_index=True)
     fracs = {v: as_fraction(v) for v in uniq.tolist()}
     scale = _common_unit(fracs.values())

@@ -10,6 +10,7 @@ _INSTALL = {
     "milp-highs": "pip install highspy",
     "milp-cbc": "pip install 'pulp[cbc]'",
     "cpsat": "pip install ortools",
+    "milp-scip": "pip install pyscipopt",
 }
 
 
@@ -33,12 +34,13 @@ def backend_versions() -> dict[str, str]:
     Examples
     --------
     >>> sorted(backend_versions())
-    ['cpsat', 'milp-cbc', 'milp-highs']
+    ['cpsat', 'milp-cbc', 'milp-highs', 'milp-scip']
     """
     return {
         "milp-highs": f"highspy {_dist_version('highspy')}",
         "milp-cbc": f"pulp {_dist_version('pulp')}, cbcbox {_dist_version('cbcbox')}",
         "cpsat": f"ortools {_dist_version('ortools')}",
+        "milp-scip": f"pyscipopt {_dist_version('pyscipopt')}",
     }
 
 
