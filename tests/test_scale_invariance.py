@@ -17,11 +17,12 @@ from solvers.bnb import branch_and_bound
 from solvers.bruteforce import brute_force
 from solvers.certify import certify, run_rescaled
 from solvers.exact import as_fraction, fits_budget
-from solvers.milp import BACKENDS
+from solvers.milp import installed_backends
 from solvers.objective import evaluate, infeasibility, is_feasible
 from solvers.problem import Problem
 from solvers.result import Declined
 
+BACKENDS = installed_backends()     # every back-end, SCIP when installed
 LONG = os.environ.get("MEMAUDIT_LONG_FUZZ") == "1"
 EXAMPLES = 300 if LONG else 12
 
