@@ -10,6 +10,9 @@ from .problem import Problem
 __all__ = ["as_indices", "coverage_sums", "unit_values", "evaluate", "total_cost",
            "is_feasible", "infeasibility", "budget_slack", "marginal_gains", "standalone_values", "h_values", "rows_entries"]
 
+#: most (entry, piece) pairs :func:`h_values` holds at once (8 bytes each, two temporaries)
+_H_BLOCK = 1 << 21
+
 #: relative slack of the search-time knapsack check (:func:`budget_slack`); the final check
 #: (:func:`infeasibility`) is exact and has no tolerance
 COST_RTOL = 1e-9
@@ -29,8 +32,29 @@ def as_indices(problem: Problem, chosen) -> np.ndarray:
 
 
 def h_values(problem: Problem, units: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """``h_r(z)`` for paired arrays of unit indices and arguments."""
-    return np.min(problem.h_slopes[units] * z[:, None] + problem.h_intercepts[units], axis=1)
+    """``h_r(z)`` for paired arrays of unit indices and arguments.
+
+    Evaluated in blocks of at most ``_H_BLOCK`` (entry, piece) pairs, so memory stays linear in
+    the number of entries however many pieces an h has.
+
+    Examples
+    --------
+    >>> from solvers.problem import Problem
+    >>> p = Problem.build([1.0], [0], [[1.0, 1.0]], [1.0, 1.0])
+    >>> h_values(p, np.array([0, 1, 0]), np.array([0.5, 2.0, 1.0])).tolist()
+    [0.5, 1.0, 1.0]
+    """
+    units = np.asarray(units)
+    z = np.asarray(z, dtype=float)
+    n_pieces = problem.h_slopes.shape[1] if problem.h_slopes.ndim == 2 else 1
+    step = max(1, _H_BLOCK // max(1, n_pieces))
+    if units.shape[0] <= step:
+        return np.min(problem.h_slopes[units] * z[:, None] + problem.h_intercepts[units], axis=1)
+    out = np.empty(units.shape[0])
+    for start in range(0, units.shape[0], step):
+        u, zz = units[start:start + step], z[start:start + step]
+        out[start:start + step] = np.min(problem.h_slopes[u] * zz[:, None] + problem.h_intercepts[u], axis=1)
+    return out
 
 
 def coverage_sums(problem: Problem, chosen) -> np.ndarray:
