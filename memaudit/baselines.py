@@ -85,7 +85,7 @@ def parse_methods(text) -> list[str]:
     >>> parse_methods("density,nope")
     Traceback (most recent call last):
     ...
-    memaudit.errors.MethodError: unknown method 'nope'; valid methods: bnb, brute, cpsat, density, density-global, fact-only, fifo, greedy, gvt, gvt-geometric, gvt-upgrade, milp-cbc, milp-highs, random, recency, recency-raw, summary-only, kind:<k>
+    memaudit.errors.MethodError: unknown method 'nope'; valid methods: bnb, brute, cpsat, density, density-global, fact-only, fifo, greedy, gvt, gvt-geometric, gvt-upgrade, milp-cbc, milp-highs, milp-scip, random, recency, recency-raw, summary-only, kind:<k>
     """
     names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text)]
     names = [n for n in names if n]

@@ -53,7 +53,7 @@ EXIT_BAD_INPUT = 1
 EXIT_USAGE = 2
 EXIT_NOT_CERTIFIED = 3
 
-_BACKEND_CHOICES = "auto|highs|cbc|cpsat|none"
+_BACKEND_CHOICES = "auto|highs|cbc|cpsat|scip|none"
 
 #: default time limits of ``solve`` (seconds): the method, then the certifying back-end
 DEFAULT_METHOD_TIME_LIMIT = 60.0
@@ -128,6 +128,8 @@ def _print_solve(report) -> None:
     if report.certified:
         names = " + ".join(r.method for r in report.results)
         echo(f"certified by {names} (values agree within {report.certification.rtol:g})")
+        for note in report.backend_failures:
+            echo(f"  - first tried: {note}")
     else:
         echo("not certified:")
         for reason in report.reasons:

@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 
 from memaudit_solvers import BackendUnavailable, Declined, Problem, ProblemError, Result, SolverError
-from memaudit_solvers.certify import CERT_RTOL, Certification, compare_results
+from memaudit_solvers.certify import CERT_RTOL, Certification, compare_results, run_rescaled
 from memaudit_solvers.objective import coverage_sums, h_values, is_feasible
 from memaudit_solvers.registry import BACKENDS, get_method, method_names
 
@@ -24,7 +24,7 @@ __all__ = ["SolveReport", "solve_package", "store_rows", "uncovered_units", "res
            "method_time_limit", "takes_time_limit", "run_solver", "declined_message"]
 
 #: short names accepted for the certifying back-ends (``none`` = do not certify)
-BACKEND_ALIASES = {"highs": "milp-highs", "cbc": "milp-cbc", "cpsat": "cpsat", "none": None}
+BACKEND_ALIASES = {"highs": "milp-highs", "cbc": "milp-cbc", "cpsat": "cpsat", "scip": "milp-scip", "none": None}
 
 #: ``backend="auto"`` takes the first of these that differs from the method
 AUTO_BACKENDS = ("milp-highs", "milp-cbc", "cpsat")
@@ -63,7 +63,7 @@ def resolve_method(name: str) -> str:
     >>> resolve_method("simplex")
     Traceback (most recent call last):
     ...
-    memaudit.errors.MethodError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, density-global, fact-only, fifo, greedy, gvt, gvt-geometric, gvt-upgrade, milp-cbc, milp-highs, random, recency, recency-raw, summary-only, kind:<k>
+    memaudit.errors.MethodError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, density-global, fact-only, fifo, greedy, gvt, gvt-geometric, gvt-upgrade, milp-cbc, milp-highs, milp-scip, random, recency, recency-raw, summary-only, kind:<k>
     """
     if not isinstance(name, str):
         raise MethodError(f"a method name must be a string; got {name!r}; valid methods: {method_names()}")
@@ -92,7 +92,7 @@ def resolve_backend(name: str | None, method: str | None = None) -> str | None:
     >>> resolve_backend("gurobi")
     Traceback (most recent call last):
     ...
-    memaudit.errors.MethodError: unknown back-end 'gurobi'; valid back-ends: cbc, cpsat, highs, milp-cbc, milp-highs, none, auto
+    memaudit.errors.MethodError: unknown back-end 'gurobi'; valid back-ends: cbc, cpsat, highs, milp-cbc, milp-highs, milp-scip, none, scip, auto
     """
     if name is None:
         return None
@@ -146,7 +146,7 @@ def run_solver(name: str, problem: Problem, budget: float, settings: dict) -> Re
     """Run a registered method; a missing back-end, numbers no solver can state and settings the
     method rejects become one-line errors (a back-end that declines still raises ``Declined``)."""
     try:
-        return get_method(name)(problem, budget, **settings)
+        return run_rescaled(get_method(name), problem, budget, **settings)
     except BackendUnavailable as exc:
         raise BackendUnavailableError(str(exc)) from exc
     except (ProblemError, SolverError) as exc:
@@ -192,6 +192,9 @@ class SolveReport:
     startup_time : float
         Seconds spent before any method ran (imports, compiling the package, probing the
         back-end); not part of any method's ``wall_time``.
+    backend_failures : tuple of str
+        Back-ends that failed on this package (a solver failure, not bad input), in the order
+        tried; the next certifying back-end then ran in their place.
     """
 
     package: Package
@@ -205,6 +208,7 @@ class SolveReport:
     declined: str = ""
     backend_note: str = ""
     startup_time: float = 0.0
+    backend_failures: tuple = ()
 
     @property
     def certified(self) -> bool:
@@ -233,8 +237,10 @@ class SolveReport:
         if self.backend is None:
             return ["no certifying back-end was run (back-end 'none')"]
         if self.declined:
-            return [self.declined]
-        return list(self.certification.reasons)
+            return [*self.backend_failures, self.declined]
+        if self.certification is None:
+            return list(self.backend_failures)
+        return [*self.backend_failures, *self.certification.reasons]
 
     @property
     def results(self) -> list[Result]:
@@ -342,14 +348,35 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
         raise BackendDeclinedError(declined_message(name, exc)) from exc
     if backend is None:
         return SolveReport(pkg, compiled, float(budget), name, result, **common)
-    say(f"certifying with {backend}...")
-    try:
-        backend_result = run_solver(backend, problem, budget, backend_settings)
-    except Declined as exc:
-        return SolveReport(pkg, compiled, float(budget), name, result, backend,
-                           declined=declined_message(backend, exc), **common)
-    cert = compare_results(problem, budget, result, backend_result, rtol=rtol)
-    return SolveReport(pkg, compiled, float(budget), name, result, backend, backend_result, cert, **common)
+    # a back-end that fails on valid data is a solver failure: say so and try the next one
+    failures: list[str] = []
+    for candidate in [backend] + [b for b in sorted(BACKENDS) if b not in (backend, name)]:
+        say(f"certifying with {candidate}...")
+        try:
+            backend_result = _run_backend(candidate, problem, budget, backend_settings if candidate == backend
+                                          else _settings(candidate, backend_time_limit))
+        except Declined as exc:
+            if candidate != backend:
+                failures.append(declined_message(candidate, exc))
+                continue
+            return SolveReport(pkg, compiled, float(budget), name, result, backend,
+                               declined=declined_message(backend, exc), **common)
+        except BackendUnavailable as exc:
+            failures.append(f"{candidate} is not installed ({exc})")
+            continue
+        except SolverError as exc:
+            failures.append(f"{candidate} failed on this package (a solver failure, not bad input): {exc}")
+            continue
+        cert = compare_results(problem, budget, result, backend_result, rtol=rtol)
+        return SolveReport(pkg, compiled, float(budget), name, result, candidate, backend_result, cert,
+                           backend_failures=tuple(failures), **common)
+    return SolveReport(pkg, compiled, float(budget), name, result, backend, backend_failures=tuple(failures),
+                       **common)
+
+
+def _run_backend(name: str, problem: Problem, budget: float, settings: dict) -> Result:
+    """Run a certifying back-end; its SolverError and a missing install propagate as they are."""
+    return run_rescaled(get_method(name), problem, budget, **settings)
 
 
 # -- describing the store -----------------------------------------------------

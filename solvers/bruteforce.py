@@ -6,7 +6,8 @@ import time
 
 import numpy as np
 
-from .objective import evaluate
+from .exact import fits_budget
+from .objective import budget_slack, evaluate
 from .problem import Problem
 from .result import Declined, Result, check_budget, make_result
 
@@ -45,6 +46,7 @@ def brute_force(problem: Problem, budget: float, /, *, max_stores: int = MAX_BRU
                              f"({problem.n_candidates} candidates in {problem.n_groups} groups); "
                              "use bnb or a MILP back-end")
     costs = problem.costs
+    slack = budget_slack(budget)
     best_value, best = -1.0, np.zeros(0, dtype=np.int64)
     n_checked = 0
     chosen: list[int] = []
@@ -52,14 +54,16 @@ def brute_force(problem: Problem, budget: float, /, *, max_stores: int = MAX_BRU
     def visit(g: int, spent: float):
         nonlocal best_value, best, n_checked
         if g == len(members):
+            if spent > budget - slack and not fits_budget(costs[chosen], budget):
+                return      # inside the float slack but over the budget, exactly
             n_checked += 1
             value = evaluate(problem, chosen)
-            if value > best_value + 1e-12:
+            if value > best_value + 1e-12 * value:     # relative: ties go to the first store found
                 best_value, best = value, np.array(chosen, dtype=np.int64)
             return
         visit(g + 1, spent)
         for u in members[g]:
-            if spent + costs[u] <= budget + 1e-9 * max(1.0, abs(budget)):
+            if spent + costs[u] <= budget + slack:
                 chosen.append(int(u))
                 visit(g + 1, spent + costs[u])
                 chosen.pop()

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import time
 from dataclasses import dataclass, field
 
+from .exact import rescale_factors, rescaled
 from .objective import evaluate, infeasibility
 from .problem import Problem
-from .result import Result
+from .result import Declined, Result, SolverError, check_budget, make_result
 
-__all__ = ["Certification", "CERT_RTOL", "compare_results", "certify"]
+__all__ = ["Certification", "CERT_RTOL", "agree", "compare_results", "run_rescaled", "certify"]
 
 #: relative tolerance within which two proven optima must agree
 CERT_RTOL = 1e-6
@@ -20,7 +24,8 @@ class Certification:
 
     ``certified`` is True only when both results are proven optimal, both
     stores are feasible and re-evaluate to their reported values, and the
-    two values agree within ``rtol``.  ``reasons`` says what failed.
+    two values agree within ``rtol`` relative (:func:`agree`, no absolute floor).
+    ``reasons`` says what failed.
     """
 
     certified: bool
@@ -28,6 +33,7 @@ class Certification:
     results: tuple
     rtol: float
     reasons: list = field(default_factory=list)
+    attempts: list = field(default_factory=list)   # back-ends that declined or failed before the one used
 
     @property
     def summary(self) -> str:
@@ -35,6 +41,19 @@ class Certification:
         if self.certified:
             return f"certified by {names}: both proved OPT = {self.value:.10g}"
         return f"NOT certified ({names}): " + "; ".join(self.reasons)
+
+
+def agree(a: float, b: float, rtol: float = CERT_RTOL) -> bool:
+    """True when ``|a - b| <= rtol * max(|a|, |b|)``: relative at every scale, no absolute floor.
+
+    Two values agree at 1e-15 exactly as they do at 1 (so 0 and 9.5e-9 never agree).
+
+    Examples
+    --------
+    >>> agree(1.0, 1.0 + 1e-7), agree(1e-8, 9.5e-9), agree(0.0, 0.0), agree(0.0, 1e-300)
+    (True, False, True, False)
+    """
+    return abs(a - b) <= rtol * max(abs(a), abs(b))
 
 
 def compare_results(problem: Problem, budget: float, *results: Result, rtol: float = CERT_RTOL) -> Certification:
@@ -52,22 +71,59 @@ def compare_results(problem: Problem, budget: float, *results: Result, rtol: flo
         if why:
             reasons.append(f"{r.method}'s store is infeasible: {why}")
         value = evaluate(problem, r.chosen)
-        if abs(value - r.value) > rtol * max(1.0, abs(value)):
+        if not agree(value, r.value, rtol):
             reasons.append(f"{r.method} reports {r.value} but its store evaluates to {value}")
-        if abs(r.budget - budget) > 1e-12 * max(1.0, abs(budget)):
+        if r.budget != float(budget):
             reasons.append(f"{r.method} ran with budget {r.budget}, not {budget}")
     values = [r.value for r in results]
     best = max(values) if values else 0.0
     # values of results that did not all prove optimality may differ: the reasons above say why
     proved = all(r.status == "optimal" for r in results)
-    if proved and values and max(values) - min(values) > rtol * max(1.0, abs(best)):
+    if proved and values and not agree(max(values), min(values), rtol):
         reasons.append("values disagree: " + ", ".join(f"{r.method}={r.value:.10g}" for r in results))
     return Certification(certified=not reasons, value=best, results=tuple(results), rtol=rtol, reasons=reasons)
 
 
-def certify(problem: Problem, budget: float, /, *, method: str = "bnb", backend: str = "milp-highs",
+def run_rescaled(fn, problem: Problem, budget: float, /, **settings) -> Result:
+    """Run a method on the problem rescaled exactly by powers of two, and return its result on ``problem``.
+
+    The budget and the largest weight are brought into [1, 2) when they lie far from 1
+    (:func:`memaudit_solvers.exact.rescale_factors`), so a method's own float rules meet numbers of
+    size 1 at every scale of the data.  The store comes back by index and the result is
+    rebuilt by :func:`~memaudit_solvers.result.make_result` on the original problem: value and cost
+    recomputed, feasibility checked exactly, the bound divided back.
+
+    Examples
+    --------
+    >>> from memaudit_solvers.bruteforce import brute_force
+    >>> p = Problem.build([4e-10] * 5, [0, 1, 2, 3, 4], [[1e-9]] * 5, [1e-9])
+    >>> r = run_rescaled(brute_force, p, 1e-9)
+    >>> r.chosen.tolist(), r.value, r.stats["rescaled"]
+    ([3, 4], 2e-18, {'cost_scale': 1073741824.0, 'value_scale': 1073741824.0})
+    """
+    cost_scale, value_scale = rescale_factors(problem, budget)
+    if cost_scale == 1.0 and value_scale == 1.0:
+        return fn(problem, budget, **settings)
+    check_budget(budget)
+    scaled_problem, scaled_budget = rescaled(problem, budget, cost_scale, value_scale)
+    started = time.perf_counter()
+    r = fn(scaled_problem, scaled_budget, **settings)
+    bound = r.bound / value_scale if math.isfinite(r.bound) else math.inf
+    out = make_result(problem, budget, method=r.method, settings=r.settings, chosen=r.chosen, status=r.status,
+                      bound=bound, started=started,
+                      stats=dict(r.stats, rescaled={"cost_scale": cost_scale, "value_scale": value_scale}),
+                      message=r.message)
+    return dataclasses.replace(out, wall_time=r.wall_time + out.wall_time)
+
+
+def certify(problem: Problem, budget: float, /, *, method: str = "bnb", backend="milp-highs",
             time_limit: float | None = None, rtol: float = CERT_RTOL) -> Certification:
-    """Solve with ``method`` and with the independent ``backend``, then :func:`compare_results`.
+    """Solve with ``method`` and with an independent back-end, then :func:`compare_results`.
+
+    ``backend`` is one name (its ``Declined`` or ``SolverError`` propagates) or a sequence
+    of names tried in order: a back-end that declines the data or fails
+    (:class:`~memaudit_solvers.result.Declined`, :class:`~memaudit_solvers.result.SolverError`) is recorded in
+    ``Certification.attempts`` and the next one runs.  Every method runs through :func:`run_rescaled`.
 
     Examples
     --------
@@ -76,15 +132,34 @@ def certify(problem: Problem, budget: float, /, *, method: str = "bnb", backend:
     >>> c = certify(p, 4, backend="brute")
     >>> c.certified, c.value
     (True, 2.5)
+    >>> certify(p, 4, backend=("cpsat", "brute")).results[1].method
+    'cpsat'
     """
     from .registry import EXACT_METHODS, get_method
 
-    for name in (method, backend):
+    backends = [backend] if isinstance(backend, str) else list(backend)
+    if not backends:
+        raise ValueError("certification needs at least one back-end")
+    for name in (method, *backends):
         if name not in EXACT_METHODS:
             raise ValueError(f"{name!r} is not an exact method; choose from {', '.join(sorted(EXACT_METHODS))}")
-    if method == backend:
+    if method in backends:
         raise ValueError("certification needs two different methods; got the same one twice")
     kwargs = {} if time_limit is None else {"time_limit": time_limit}
-    a = get_method(method)(problem, budget, **(kwargs if method != "brute" else {}))
-    b = get_method(backend)(problem, budget, **(kwargs if backend != "brute" else {}))
-    return compare_results(problem, budget, a, b, rtol=rtol)
+
+    def run(name):
+        return run_rescaled(get_method(name), problem, budget, **(kwargs if name != "brute" else {}))
+
+    a = run(method)
+    attempts = []
+    for name in backends:
+        try:
+            b = run(name)
+        except (Declined, SolverError) as exc:
+            if isinstance(backend, str):
+                raise           # one back-end asked for: its refusal is the answer
+            attempts.append(f"{name} {'declined' if isinstance(exc, Declined) else 'failed'}: {exc}")
+            continue
+        return dataclasses.replace(compare_results(problem, budget, a, b, rtol=rtol), attempts=attempts)
+    return Certification(certified=False, value=a.value, results=(a,), rtol=rtol,
+                         reasons=["no back-end could check the result: " + "; ".join(attempts)], attempts=attempts)

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from .exact import fits_budget
 from .problem import Problem
 
 __all__ = ["as_indices", "coverage_sums", "unit_values", "evaluate", "total_cost",
            "is_feasible", "infeasibility", "budget_slack", "marginal_gains", "standalone_values", "h_values", "rows_entries"]
 
-#: relative tolerance of the knapsack check, for float sums of costs
+#: most (entry, piece) pairs :func:`h_values` holds at once (8 bytes each, two temporaries)
+_H_BLOCK = 1 << 21
+
+#: relative slack of the search-time knapsack check (:func:`budget_slack`); the final check
+#: (:func:`infeasibility`) is exact and has no tolerance
 COST_RTOL = 1e-9
 
 
@@ -27,8 +32,29 @@ def as_indices(problem: Problem, chosen) -> np.ndarray:
 
 
 def h_values(problem: Problem, units: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """``h_r(z)`` for paired arrays of unit indices and arguments."""
-    return np.min(problem.h_slopes[units] * z[:, None] + problem.h_intercepts[units], axis=1)
+    """``h_r(z)`` for paired arrays of unit indices and arguments.
+
+    Evaluated in blocks of at most ``_H_BLOCK`` (entry, piece) pairs, so memory stays linear in
+    the number of entries however many pieces an h has.
+
+    Examples
+    --------
+    >>> from memaudit_solvers.problem import Problem
+    >>> p = Problem.build([1.0], [0], [[1.0, 1.0]], [1.0, 1.0])
+    >>> h_values(p, np.array([0, 1, 0]), np.array([0.5, 2.0, 1.0])).tolist()
+    [0.5, 1.0, 1.0]
+    """
+    units = np.asarray(units)
+    z = np.asarray(z, dtype=float)
+    n_pieces = problem.h_slopes.shape[1] if problem.h_slopes.ndim == 2 else 1
+    step = max(1, _H_BLOCK // max(1, n_pieces))
+    if units.shape[0] <= step:
+        return np.min(problem.h_slopes[units] * z[:, None] + problem.h_intercepts[units], axis=1)
+    out = np.empty(units.shape[0])
+    for start in range(0, units.shape[0], step):
+        u, zz = units[start:start + step], z[start:start + step]
+        out[start:start + step] = np.min(problem.h_slopes[u] * zz[:, None] + problem.h_intercepts[u], axis=1)
+    return out
 
 
 def coverage_sums(problem: Problem, chosen) -> np.ndarray:
@@ -67,7 +93,11 @@ def budget_slack(budget: float) -> float:
     """Float slack for a search-time budget check, relative to the budget's own scale.
 
     ``cost <= budget + budget_slack(budget)`` is the one float rule every method uses while
-    it searches; it is sound at every scale (no absolute floor below 1).
+    it searches; it is relative, so it means the same at every scale (no absolute floor
+    below 1).  It is lenient on purpose (a float sum of costs that is exactly at the budget
+    may round above it); the store a method returns is then judged by the exact
+    :func:`infeasibility`, so a store inside the slack but over the budget is never
+    called feasible.
 
     Examples
     --------
@@ -78,7 +108,18 @@ def budget_slack(budget: float) -> float:
 
 
 def infeasibility(problem: Problem, chosen, budget: float) -> str:
-    """Why ``chosen`` is not a feasible store, or ``""`` when it is."""
+    """Why ``chosen`` is not a feasible store, or ``""`` when it is.
+
+    The budget is checked exactly, on the decimals the costs and the budget stand for
+    (:func:`memaudit_solvers.exact.fits_budget`): no tolerance, at any scale.
+
+    Examples
+    --------
+    >>> from memaudit_solvers.problem import Problem
+    >>> p = Problem.build([4e-10] * 5, [0, 1, 2, 3, 4], [[1.0]] * 5, [1.0])
+    >>> infeasibility(p, [0, 1], 1e-9), infeasibility(p, [0, 1, 2, 3, 4], 1e-9)
+    ('', 'cost 2e-09 exceeds the budget 1e-09')
+    """
     idx = as_indices(problem, chosen)
     if idx.size and (idx[0] < 0 or idx[-1] >= problem.n_candidates):
         return f"candidate index out of range [0, {problem.n_candidates})"
@@ -88,10 +129,17 @@ def infeasibility(problem: Problem, chosen, budget: float) -> str:
     if np.unique(g).size != g.size:
         dup = int(np.flatnonzero(np.bincount(g) > 1)[0])
         return f"group {dup} has more than one chosen candidate"
-    cost = total_cost(problem, idx)
-    if cost > budget + COST_RTOL * max(1.0, abs(budget)):
-        return f"cost {cost:g} exceeds the budget {budget:g}"
+    costs = problem.costs[idx]
+    unit = problem.cost_unit      # a power of two: dividing it out is exact
+    if not (fits_budget(costs, budget) if unit == 1.0 else fits_budget(costs / unit, float(budget) / unit)):
+        return f"cost {_num(float(costs.sum()))} exceeds the budget {_num(float(budget))}"
     return ""
+
+
+def _num(x: float) -> str:
+    """A float in short form (``%g``) when that reads back the same, else in full (``repr``)."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(x)
 
 
 def is_feasible(problem: Problem, chosen, budget: float) -> bool:

@@ -115,6 +115,11 @@ class Problem:
         A label per candidate (its representation kind: ``raw``, ``fact``, ...).
         Only the ``kind:<k>`` writers read it; the objective never does.
 
+    cost_unit : float, optional
+        A power of two: the costs (and the budgets given with them) are the package's own
+        numbers times it.  Set by :func:`memaudit_solvers.exact.rescaled`; the exact budget check divides
+        it back out, so it judges the decimals the package wrote at every scale.
+
     Groups are numbered in stream order: the online writers see group 0 first.
 
     Use :meth:`build` to construct one from plain arrays with validation.
@@ -128,6 +133,7 @@ class Problem:
     h_intercepts: np.ndarray
     n_groups: int
     kinds: tuple | None = None
+    cost_unit: float = 1.0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property

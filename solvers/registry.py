@@ -58,7 +58,7 @@ def get_method(name: str):
     >>> get_method("simplex")
     Traceback (most recent call last):
     ...
-    ValueError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, density-global, fact-only, fifo, greedy, gvt, gvt-geometric, gvt-upgrade, milp-cbc, milp-highs, random, recency, recency-raw, summary-only, kind:<k>
+    ValueError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, density-global, fact-only, fifo, greedy, gvt, gvt-geometric, gvt-upgrade, milp-cbc, milp-highs, milp-scip, random, recency, recency-raw, summary-only, kind:<k>
     """
     if name in METHODS:
         return METHODS[name]

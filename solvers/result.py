@@ -15,6 +15,9 @@ from .problem import Problem
 __all__ = ["Result", "STATUSES", "make_result", "relative_gap", "check_budget", "SolverError", "BackendUnavailable",
            "Declined"]
 
+#: relative round-off allowed between a reported bound and the recomputed value of the store
+BOUND_RTOL = 1e-6
+
 #: every status a method may report
 STATUSES = ("optimal", "feasible", "timeout", "heuristic")
 
@@ -52,16 +55,20 @@ def check_budget(budget) -> float:
 
 
 def relative_gap(value: float, bound: float) -> float:
-    """``(bound - value) / max(|bound|, 1e-12)``, clipped at 0; ``inf`` for an unknown bound.
+    """``(bound - value) / |bound|``, clipped at 0 (0 when the bound is 0); ``inf`` for an unknown bound.
+
+    Relative at every scale: no floor, so a bound of 2e-15 over a value of 1e-15 is a gap of 0.5.
 
     Examples
     --------
-    >>> relative_gap(9.0, 10.0), relative_gap(0.0, 0.0), relative_gap(1.0, math.inf)
-    (0.1, 0.0, inf)
+    >>> relative_gap(9.0, 10.0), relative_gap(0.0, 0.0), relative_gap(1.0, math.inf), relative_gap(1e-15, 2e-15)
+    (0.1, 0.0, inf, 0.5)
     """
     if math.isinf(bound):
         return math.inf
-    return max(0.0, (bound - value) / max(abs(bound), 1e-12))
+    if bound == 0:
+        return 0.0
+    return max(0.0, (bound - value) / abs(bound))
 
 
 @dataclass(frozen=True)
@@ -137,8 +144,9 @@ def make_result(problem: Problem, budget: float, *, method: str, settings: dict,
     """Build a :class:`Result`, re-checking feasibility and recomputing value and cost.
 
     ``started`` is the ``time.perf_counter()`` reading taken when the method began.
-    A proven bound below the recomputed value (beyond round-off) is a solver bug
-    and raises :class:`SolverError`, as does an infeasible store.
+    A proven bound below the recomputed value by more than ``BOUND_RTOL`` (relative)
+    is a solver bug and raises :class:`SolverError`, as does an infeasible store
+    (checked exactly, see :func:`memaudit_solvers.objective.infeasibility`).
     """
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}; got {status!r}")
@@ -150,7 +158,7 @@ def make_result(problem: Problem, budget: float, *, method: str, settings: dict,
     if status == "optimal":
         bound = value if bound is None or math.isnan(bound) else max(float(bound), value)
     bound = float(bound)
-    if bound < value - 1e-6 * max(1.0, abs(value)):
+    if value > 0 and bound < value * (1 - BOUND_RTOL):
         raise SolverError(f"method {method!r} claims bound {bound} below the value {value} of its own store")
     bound = max(bound, value)
     return Result(method=method, settings=dict(settings), budget=float(budget), chosen=idx, value=value,

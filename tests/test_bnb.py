@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memaudit_solvers.exact import fits_budget
 from memaudit_solvers.bnb import branch_and_bound, lagrangian_bound, objective_grid
 from memaudit_solvers.milp import milp_highs
 from memaudit_solvers.objective import evaluate, is_feasible, total_cost
@@ -48,8 +49,9 @@ def opt_by_enumeration(problem, budgets):
     sums = x @ problem.coverage.toarray()
     h = np.min(sums[:, :, None] * problem.h_slopes[None] + problem.h_intercepts[None], axis=2)
     values = h @ problem.weights if problem.n_units else np.zeros(len(x))
-    costs = x @ problem.costs
-    return [float(values[costs <= b + 1e-9 * max(1.0, b)].max()) for b in budgets]
+    # the project's budget rule is exact on the package's decimals (solvers.exact.fits_budget)
+    fits = [np.array([fits_budget(problem.costs[row.astype(bool)], b) for row in x]) for b in budgets]
+    return [float(values[ok].max()) for ok in fits]
 
 
 def budgets_for(problem):

@@ -9,7 +9,8 @@ import pytest
 from memaudit_solvers.bnb import branch_and_bound
 from memaudit_solvers.certify import CERT_RTOL, certify, compare_results
 from memaudit_solvers.greedy import greedy_store
-from memaudit_solvers.milp import milp_highs
+from memaudit_solvers.milp import BACKENDS as MILPS
+from memaudit_solvers.milp import installed_backends, milp_highs
 from memaudit_solvers.objective import evaluate, is_feasible, total_cost
 from memaudit_solvers.problem import Problem
 from memaudit_solvers.random_problems import random_problem, tiny_problem
@@ -22,7 +23,7 @@ PROBLEMS = {
     "package-n7": (random_problem(7, 8), 45.0),
     "package-n40": (random_problem(40, 3), 300.0),
 }
-BACKENDS = [b for b in sorted(EXACT_METHODS) if b != "bnb"]
+BACKENDS = [b for b in sorted(EXACT_METHODS) if b != "bnb" and (b not in MILPS or b in installed_backends())]
 
 
 def fake(problem, budget, chosen, *, value=None, status="optimal", method="fake", cost=None):
@@ -159,3 +160,86 @@ def test_certify_needs_two_different_exact_methods():
         certify(problem, budget, backend="greedy")
     with pytest.raises(ValueError, match=r"'nope' is not an exact method"):
         certify(problem, budget, method="nope")
+
+
+# -- a back-end that fails on valid data: a solver failure, and the next back-end runs ----------
+
+THIRDS = Problem.build([0.6666666666666666, 3.333333, 0.6666666666666666, 0.333333, 0.666667, 2.0],
+                       [0, 0, 1, 1, 2, 2],
+                       [[1.0, 0.333333, 1 / 3], [1.0, 0.333333, 0.333333], [1.0, 0.0, 2 / 3],
+                        [1 / 3, 0.333333, 0.333333], [0.0, 0.0, 0.333333], [0.0, 1.0, 0.333333]],
+                       [1 / 3, 3.333333, 1.0])
+
+
+def test_thirds_package_is_solved_by_every_float_backend():
+    # HiGHS's presolve called this model infeasible at its default tolerances (a run without presolve
+    # is now the fallback); CBC had integral y on a 3,000,000-step grid and called it infeasible too
+    # (the grid is now capped), then returned a store over the budget by 3e-7 (its tolerance)
+    from memaudit_solvers.bruteforce import brute_force
+    from memaudit_solvers.milp import milp_cbc
+    opt = brute_force(THIRDS, 3.333333).value
+    r = milp_highs(THIRDS, 3.333333)
+    assert r.status == "optimal" and r.value == pytest.approx(opt, rel=1e-12)
+    assert r.stats["integral_y"] is False          # y_scale 3,000,000 is over the cap
+    # CBC still returns a store over the exact budget (by 3e-7: its tolerance): a solver failure that says so
+    from memaudit_solvers.result import SolverError
+    with pytest.raises(SolverError, match=r"CBC returned a store that is not feasible on the exact numbers .*"
+                                          r"a back-end failure, not bad input"):
+        milp_cbc(THIRDS, 3.333333)
+    c = certify(THIRDS, 3.333333, backend=("milp-cbc", "cpsat"))
+    assert c.certified and c.value == pytest.approx(opt, rel=1e-12) and c.attempts[0].startswith("milp-cbc failed")
+
+
+def test_certify_falls_through_a_backend_that_fails(monkeypatch):
+    import memaudit_solvers.registry as registry
+    from memaudit_solvers.result import SolverError
+
+    def broken(problem, budget, **settings):
+        raise SolverError("HiGHS ended with model status 'Infeasible'; the empty store is feasible")
+
+    monkeypatch.setitem(registry.EXACT_METHODS, "milp-highs", broken)
+    monkeypatch.setitem(registry.METHODS, "milp-highs", broken)
+    c = certify(THIRDS, 3.333333, backend=("milp-highs", "cpsat"))
+    assert c.certified and c.results[1].method == "cpsat"
+    assert c.attempts == ["milp-highs failed: HiGHS ended with model status 'Infeasible'; the empty store is feasible"]
+    with pytest.raises(SolverError, match="Infeasible"):
+        certify(THIRDS, 3.333333, backend="milp-highs")
+    c = certify(THIRDS, 3.333333, backend=("milp-highs",))
+    assert not c.certified and c.reasons[0].startswith("no back-end could check the result: milp-highs failed")
+
+
+def test_solve_package_reports_a_failed_backend_and_certifies_with_the_next(monkeypatch, tmp_path):
+    import json
+
+    import memaudit.solve as solve
+    from memaudit.package import load_package
+    from memaudit_solvers.result import SolverError
+    costs, groups = THIRDS.costs.tolist(), THIRDS.groups.tolist()
+    cov = THIRDS.coverage.toarray()
+    doc = {"format": "memaudit-package/1", "id": "thirds", "cost_model": "words", "cost_source": "given",
+           "budget": 3.333333,
+           "experiences": [{"id": f"e{g}", "text": f"experience {g}"} for g in range(3)],
+           "units": [{"id": f"u{r}", "kind": "current", "weight": float(w)} for r, w in enumerate(THIRDS.weights)],
+           "candidates": [{"id": f"c{i}", "experience": f"e{groups[i]}", "kind": "fact", "text": f"c{i}",
+                           "cost": costs[i], "coverage": {f"u{r}": float(a) for r, a in enumerate(cov[i]) if a}}
+                          for i in range(6)]}
+    path = tmp_path / "thirds.json"
+    path.write_text(json.dumps(doc))
+    pkg = load_package(path)
+    report = solve.solve_package(pkg, budget=3.333333, backend="cbc")
+    assert report.certified and report.backend == "cpsat" and "milp-cbc failed" in report.backend_failures[0]
+    real = solve.get_method
+
+    def failing(name):
+        if name == "milp-highs":
+            def broken(problem, budget, **settings):
+                raise SolverError("HiGHS failed: run returned kError")
+            return broken
+        return real(name)
+
+    monkeypatch.setattr(solve, "get_method", failing)
+    monkeypatch.setattr(solve, "_probe_backend", lambda name: None)
+    report = solve.solve_package(pkg, budget=3.333333, backend="highs")
+    assert report.certified and report.backend == "cpsat"
+    assert report.backend_failures == ("milp-highs failed on this package (a solver failure, not bad input): "
+                                       "HiGHS failed: run returned kError",)

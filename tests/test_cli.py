@@ -385,7 +385,8 @@ def test_bad_package_is_one_line_exit_1(runner, quickstart, tmp_path, name, comm
     (["--budget", "nan"], "finite number"),
     (["--budget", "10", "--method", "simplex"],
      "unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, density-global, fact-only, fifo, greedy, "
-     "gvt, gvt-geometric, gvt-upgrade, milp-cbc, milp-highs, random, recency, recency-raw, summary-only, kind:<k>"),
+     "gvt, gvt-geometric, gvt-upgrade, milp-cbc, milp-highs, milp-scip, random, recency, recency-raw, summary-only, "
+     "kind:<k>"),
     (["--budget", "10", "--backend", "gurobi"], "unknown back-end 'gurobi'; valid back-ends: cbc, cpsat, highs"),
     (["--budget", "10", "--method", "milp-highs", "--backend", "highs"], "must differ from the method"),
     (["--budget", "10", "--method", "greedy", "--time-limit", "5"], "takes no time limit"),

@@ -14,13 +14,13 @@ import pytest
 import scipy.sparse as sp
 
 from memaudit_solvers import milp
-from memaudit_solvers.milp import BACKENDS, backend_versions, cpsat, milp_highs
+from memaudit_solvers.milp import BACKENDS, backend_versions, cpsat, installed_backends, milp_highs
 from memaudit_solvers.objective import evaluate, is_feasible
 from memaudit_solvers.problem import Problem, breakpoint_pieces, min_cap_pieces
 from memaudit_solvers.result import BackendUnavailable, Declined
 
 ROOT = Path(__file__).resolve().parents[1]
-METHODS = sorted(BACKENDS)
+METHODS = sorted(installed_backends())     # every back-end, SCIP when installed
 #: every back-end, and the float back-ends also with y kept continuous
 VARIANTS = [pytest.param(m, {}, id=m) for m in METHODS] + [
     pytest.param(m, {"integral_y": False}, id=f"{m}-continuous-y") for m in ("milp-highs", "milp-cbc")]
@@ -239,16 +239,54 @@ def test_cpsat_declines_a_coverage_of_one_third_written_in_decimals():
 
 
 def test_cpsat_declines_irrational_looking_weights():
-    problem = Problem.build([1.0, 2.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [0.1234567891, 1.0])
-    with pytest.raises(Declined, match=r"weight 0\.1234567891 of unit 0"):
+    # 0.123456789123456 is no small ratio and its decimal needs 10**15; 0.1234567891 is stated exactly
+    problem = Problem.build([1.0, 2.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [0.123456789123456, 1.0])
+    with pytest.raises(Declined, match=r"weights scale to integers as large as \d+ > 2\*\*40.*milp-highs"):
         cpsat(problem, 3.0)
+    problem = Problem.build([1.0, 2.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [0.1234567891, 1.0])
+    assert cpsat(problem, 3.0).value == 1.1234567891
 
 
 def test_cpsat_declines_costs_that_do_not_scale_only_when_the_budget_binds():
-    problem = Problem.build([1.2345678912, 2.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [1.0, 1.0])
-    with pytest.raises(Declined, match=r"cost 1\.2345678912 of candidate 0"):
-        cpsat(problem, 2.5)
+    # neither a short decimal nor a small ratio
+    problem = Problem.build([0.123456789123456, 2.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [1.0, 1.0])
+    with pytest.raises(Declined, match=r"cost 0\.123456789123456 of candidate 0 is not a ratio of small integers"):
+        cpsat(problem, 2.1)
     assert cpsat(problem, 10.0).value == 2.0      # every store fits: costs never enter the model
+
+
+def test_cpsat_states_thirds_exactly_on_their_decimals():
+    # 0.6666666666666666 is exactly twice 0.3333333333333333: one common unit, integers 1 and 2
+    third = 1 / 3
+    problem = Problem.build([third, third, third, 2 * third], [0, 1, 2, 3], np.eye(4), [1.0, 1.0, 1.0, 2.5])
+    for budget in (1.0, 3.333333, 0.7, 0.9999999999999999):
+        r = cpsat(problem, budget)
+        assert r.status == "optimal" and r.value == pytest.approx(brute_force(problem, budget), rel=1e-12), budget
+
+
+def test_cpsat_states_small_ratios_only_where_no_decimal_store_is_lost():
+    # thirds next to sevenths share no short decimal unit: stated as the ratios 7/21 and 3/21
+    third = 1 / 3
+    problem = Problem.build([third, third, third, 1 / 7], [0, 1, 2, 3], np.eye(4), [1.0, 1.0, 1.0, 2.5])
+    for budget in (1.0, 3.333333, 0.7):
+        r = cpsat(problem, budget)
+        assert r.status == "optimal" and r.value == pytest.approx(brute_force(problem, budget), rel=1e-12), budget
+        assert r.stats["cost_scale"] == (21 if budget < 1.15 else 1)     # 1: every store fits, no budget row
+    # just below the step 1 = 21/21: three thirds fit on the decimals (3 * 0.3333333333333333) but not as
+    # ratios, so stating them as ratios would lose that store: declined
+    assert is_feasible(problem, [0, 1, 2], 0.9999999999999999)
+    with pytest.raises(Declined, match="within round-off of a step"):
+        cpsat(problem, 0.9999999999999999)
+
+
+def test_cpsat_states_short_decimal_costs_exactly():
+    # 0.1 + 0.2 <= 0.3 holds on the decimals (not on the floats); 1.2345678912 needs 10**10 / 2**6
+    problem = Problem.build([0.1, 0.2, 0.25], [0, 1, 2], np.eye(3), [1.0, 1.0, 1.5])
+    r = cpsat(problem, 0.3)
+    assert (r.status, r.chosen.tolist(), r.value, r.stats["cost_scale"]) == ("optimal", [0, 1], 2.0, 20)
+    problem = Problem.build([1.2345678912, 1.0, 0.5], [0, 1, 2], np.eye(3), [2.0, 1.0, 0.5])
+    r = cpsat(problem, 1.2345678912)
+    assert (r.chosen.tolist(), r.stats["cost_scale"]) == ([0], 156250000)
 
 
 def test_cpsat_scales_exact_thirds_and_decimal_costs():
@@ -259,7 +297,8 @@ def test_cpsat_scales_exact_thirds_and_decimal_costs():
         r = cpsat(problem, budget)
         assert r.status == "optimal"
         assert r.value == pytest.approx(brute_force(problem, budget), rel=1e-9), budget
-    assert r.stats["cost_scale"] == 20
+        # at 0.6 every store fits on the decimals (0.1 + 0.2 + 0.3 = 0.6), so no budget row is stated
+        assert r.stats["cost_scale"] == (1 if budget == 0.6 else 20)
     assert r.stats["y_scale"] == 6
 
 
@@ -329,6 +368,7 @@ def test_bad_budget_raises(method, budget):
     ("milp-cbc", "pulp", "pip install 'pulp[cbc]'"),
     ("milp-cbc", "cbcbox", "pip install 'pulp[cbc]'"),
     ("cpsat", "ortools.sat.python", "pip install ortools"),
+    ("milp-scip", "pyscipopt", "pip install pyscipopt"),
 ])
 def test_missing_backend_says_what_to_install(monkeypatch, method, module, install):
     monkeypatch.setitem(sys.modules, module, None)
@@ -339,11 +379,13 @@ def test_missing_backend_says_what_to_install(monkeypatch, method, module, insta
 def test_cbc_constraints_are_named_after_their_meaning():
     pulp = pytest.importorskip("pulp")
     problem = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [1, 1], [0.5, 0]], [1.0, 2.0])
-    model = milp._reduced_model(problem, 3.0)
+    model = milp._reduced_model(problem, 3.0, fold_private=False)
     prob, _, n_rows = milp._cbc_problem(pulp, model)
     names = ["budget", "one_per_group_0", "cover_0_piece_0", "cover_1_piece_0"]
     assert model.row_names() == names and n_rows == len(names)
     assert all(prob.get_constraint_by_name(n) is not None for n in names)
+    # unit 1 is covered by candidate 1 alone: folded, its row goes
+    assert milp._reduced_model(problem, 3.0).row_names() == names[:3]
 
 
 def test_import_is_light_and_solves_print_nothing():
@@ -360,3 +402,40 @@ def test_import_is_light_and_solves_print_nothing():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
+
+
+# -- the formulation chosen by the data -------------------------------------------------
+
+def test_private_units_fold_into_the_candidate_objective():
+    from memaudit_solvers.milp.model import _reduced_model
+    # candidate 2 alone covers units 2..6 (pwl h on unit 3): their worth moves onto x[2]
+    cov = np.zeros((4, 7))
+    cov[0, 0] = cov[1, 0] = cov[1, 1] = cov[3, 1] = 1.0
+    cov[2, 2:] = [1.0, 0.5, 2.0, 1.0, 0.25]
+    slopes = np.tile([1.0, 0.0, 0.0], (7, 1))
+    intercepts = np.tile([0.0, 1.0, 1.0], (7, 1))
+    slopes[3], intercepts[3] = [2.0, 0.5, 0.0], [0.0, 0.75, 1.5]
+    p = Problem.build([2.0, 3.0, 4.0, 1.0], [0, 0, 1, 2], cov, [1, 2, 3, 1, 1, 2, 4],
+                      h_slopes=slopes, h_intercepts=intercepts)
+    model = _reduced_model(p, 10.0)
+    assert model.units.tolist() == [0, 1]
+    assert model.x_values[2] / model.value_scale == pytest.approx(3 + 1 * 1.0 + 1 + 2 + 4 * 0.25)
+    for budget in (1.0, 4.0, 5.0, 7.0, 10.0):
+        for name, fn in sorted(installed_backends().items()):
+            assert fn(p, budget).value == pytest.approx(brute_force(p, budget), rel=1e-12), (name, budget)
+
+
+@pytest.mark.parametrize("method", ["milp-highs", "milp-cbc"])
+def test_integral_y_off_above_the_cap_gives_the_same_opt(method, monkeypatch):
+    import memaudit_solvers.milp.scaling as scaling
+    from memaudit_solvers.bruteforce import brute_force as oracle
+    from memaudit_solvers.random_problems import random_problem as package_like
+    for seed in range(3):
+        problem = package_like(6, seed)
+        budget = float(int(0.25 * problem.stream_cost()))
+        on = BACKENDS[method](problem, budget)
+        monkeypatch.setattr(scaling, "_MAX_INTEGRAL_Y", 0)
+        off = BACKENDS[method](problem, budget)
+        monkeypatch.undo()
+        assert on.stats["integral_y"] and not off.stats["integral_y"]
+        assert on.value == pytest.approx(off.value, rel=1e-12) == oracle(problem, budget).value

@@ -388,3 +388,24 @@ def test_build_accepts_edge_shapes():
     assert evaluate(no_units, [0, 1]) == 0.0
     spare = Problem.build([1.0], [0], [[1.0]], [1.0], n_groups=3)   # groups without candidates are allowed
     assert spare.n_groups == 3 and [len(m) for m in spare.group_members()] == [1, 0, 0]
+
+
+def test_h_values_memory_is_linear_in_entries_with_many_pieces(monkeypatch):
+    import memaudit_solvers.objective as objective
+    from memaudit_solvers.problem import breakpoint_pieces
+    # one unit with 2,000 breakpoints among 40: blocked evaluation equals the one-shot one
+    pts = [(z, float(np.sqrt(z))) for z in np.linspace(0.01, 5, 2000)]
+    s1, b1 = breakpoint_pieces(pts)
+    slopes = np.tile(np.r_[[1.0], np.zeros(2000)], (40, 1))
+    intercepts = np.tile(np.r_[[0.0], np.ones(2000)], (40, 1))
+    slopes[0], intercepts[0] = s1, b1
+    rng = np.random.default_rng(3)
+    p = Problem.build(rng.integers(1, 9, 30).astype(float), np.arange(30) // 3,
+                      rng.choice([0, 0.5, 3.0], size=(30, 40)), np.ones(40), h_slopes=slopes, h_intercepts=intercepts)
+    units = np.repeat(np.arange(40), 50)
+    z = rng.uniform(0, 6, size=units.size)
+    whole = objective.h_values(p, units, z)
+    monkeypatch.setattr(objective, "_H_BLOCK", 4001)          # two entries per block
+    assert np.array_equal(objective.h_values(p, units, z), whole)
+    zs, hs = np.array([0.0] + [q for q, _ in pts]), np.array([0.0] + [v for _, v in pts])
+    assert whole[units == 0] == pytest.approx(np.interp(z[units == 0], zs, hs), abs=1e-9)

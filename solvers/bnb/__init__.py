@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..greedy import greedy_store
+from ..exact import fits_budget
 from ..objective import budget_slack
 from ..problem import Problem
 from ..result import Result, check_budget, make_result
@@ -123,8 +124,13 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
                            started=started, stats={"removed": removed, "nodes": 0},
                            message="no candidate fits the budget with positive value")
     reduced, members, exact_units, dstats = decompose(p, active, max_combos, deadline=deadline)
+    def fits(store) -> bool:
+        """The exact rule on the original candidates of a store of the reduced problem."""
+        originals = [u for j in store for u in members[j]]
+        return fits_budget(p.costs[originals], budget)
+
     search = Search(reduced, budget, exact_units=exact_units, use_lp=not exact_units.all(),
-                    deadline=deadline, dp_limit=dp_limit, started=started, progress=progress)
+                    deadline=deadline, dp_limit=dp_limit, started=started, progress=progress, fits=fits)
     search.offer([])
     search.offer(greedy_store(reduced, budget))
     mu0 = reduced.weights * right_slopes(reduced, np.zeros(reduced.n_units))

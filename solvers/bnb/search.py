@@ -54,8 +54,10 @@ class Search:
     """State of one branch-and-bound run (options = candidates + one 'none' per group)."""
 
     def __init__(self, problem: Problem, budget: float, *, exact_units: np.ndarray, use_lp: bool,
-                 deadline: float, dp_limit: int, started: float | None = None, progress=None):
+                 deadline: float, dp_limit: int, started: float | None = None, progress=None, fits=None):
         self.p = problem
+        # exact budget rule for a store of this (reduced) problem, asked only near the budget
+        self.fits = fits
         self.started = time.perf_counter() if started is None else started
         self.progress = progress
         self.last_report = -math.inf
@@ -98,8 +100,11 @@ class Search:
 
     def offer(self, store) -> None:
         store = np.unique(np.asarray(store, dtype=np.int64))
-        if float(self.p.costs[store].sum()) > self.budget + self.slack:
+        cost = float(self.p.costs[store].sum())
+        if cost > self.budget + self.slack:
             return
+        if self.fits is not None and cost >= self.budget - self.slack and not self.fits(store):
+            return  # within the float slack of the budget but over it exactly (solvers.exact.fits_budget)
         if np.unique(self.p.groups[store]).size != store.size:
             return
         value = evaluate(self.p, store)

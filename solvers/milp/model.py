@@ -1,0 +1,276 @@
+"""The MILP every back-end states: settings, the reduced model, the zero-gap rule."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..exact import MAX_MAGNITUDE_RATIO, power_of_two
+from ..problem import Problem
+from ..objective import h_values, infeasibility
+from ..result import Declined, Result, SolverError, check_budget, make_result
+
+if TYPE_CHECKING:  # the grid is built from a model, in scaling.py
+    from .scaling import _Grid
+
+#: seed handed to every back-end, so a rerun makes the same choices
+RANDOM_SEED = 0
+
+#: the back-ends' primal and integer feasibility tolerance (their smallest allowed value; defaults are
+#: 1e-7 / 1e-6): with the budget scaled into [1, 2) a store over the exact budget by more than about
+#: this fraction cannot come back, and any that does is caught by the exact check in make_result
+FEASIBILITY_TOL = 1e-10
+
+#: relative tolerance on ``bound - value`` below which a zero-gap claim is accepted
+_GAP_RTOL = 1e-9
+
+
+_NOT_TAKEN = object()
+
+
+def _check_settings(budget, time_limit, threads, integral_y=_NOT_TAKEN) -> dict:
+    """Validate the budget and the settings; return the settings with defaults filled in.
+
+    ``integral_y`` is checked only for the back-ends that take it.
+    """
+    check_budget(budget)
+    if time_limit is not None:
+        if (isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real)
+                or math.isnan(time_limit) or not time_limit > 0):
+            raise ValueError(f"The 'time_limit' must be None or a number of seconds > 0. Got {time_limit!r} instead.")
+        time_limit = None if math.isinf(time_limit) else float(time_limit)
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1:
+        raise ValueError(f"The 'threads' must be an integer >= 1. Got {threads!r} instead.")
+    settings = {"time_limit": time_limit, "threads": int(threads)}
+    if integral_y is not _NOT_TAKEN:
+        if not isinstance(integral_y, (bool, np.bool_)):
+            raise ValueError(f"The 'integral_y' must be True or False. Got {integral_y!r} instead.")
+        settings["integral_y"] = bool(integral_y)
+    return settings
+
+
+@dataclass(frozen=True)
+class _Model:
+    """The MILP after dropping what cannot matter, with ``s[r]`` substituted away.
+
+    Columns are ``x`` (one binary per kept candidate) then ``y`` (one per kept
+    unit).  Rows are ``budget`` (only when it can bind), ``one_per_group_<g>``
+    (groups with two or more kept candidates) and ``cover_<r>_piece_<k>``:
+    ``y[r] - slope_k * sum_u a[u, r] x[u] <= intercept_k`` for each sloped piece
+    (``r``, ``k`` and ``g`` are the problem's own indices).  Flat pieces become
+    the upper bound of ``y[r]``; pieces that never bind and duplicates are
+    dropped, as are candidates over the budget or covering nothing of value and
+    units no kept candidate covers.
+
+    Costs and budget, and weights, are multiplied by powers of two that bring the
+    budget and the largest kept weight into [1, 2) (:func:`memaudit_solvers.exact.power_of_two`):
+    exact in floating point, so the stores are the same and the objective is F times
+    ``value_scale``, while the back-ends' absolute tolerances (1e-9 .. 1e-6) meet
+    numbers of size 1 at every scale of the data.
+    """
+
+    candidates: np.ndarray        # (n_x,) original index of each x column
+    costs: np.ndarray             # (n_x,) cost_scale * c
+    units: np.ndarray             # (n_y,) original index of each y column
+    weights: np.ndarray           # (n_y,) value_scale * w
+    x_values: np.ndarray          # (n_x,) value_scale * the worth of the private units each x covers
+    y_upper: np.ndarray           # (n_y,) smallest flat piece of h_r, inf if none
+    cover: sp.csr_array           # (n_y, n_x) a[u, r] transposed
+    piece_units: np.ndarray       # (n_p,) y column of each cover row
+    piece_ids: np.ndarray         # (n_p,) original piece index k of each cover row
+    piece_slopes: np.ndarray      # (n_p,) > 0
+    piece_intercepts: np.ndarray  # (n_p,) < y_upper of the row's unit
+    group_ids: np.ndarray         # (n_g,) original group of each one-per-group row
+    group_rows: sp.csr_array      # (n_g, n_x) 0/1
+    budget: float                 # cost_scale * B
+    budget_row: bool              # False when every store of kept candidates fits
+    cost_scale: float = 1.0       # power of two: the model's costs and budget are the problem's times it
+    value_scale: float = 1.0      # power of two: the model's objective is F times it
+    decimal_unit: float = 1.0     # power of two: the model's costs / it are the package's own numbers
+
+    @property
+    def n_x(self) -> int:
+        return int(self.candidates.shape[0])
+
+    @property
+    def n_y(self) -> int:
+        return int(self.units.shape[0])
+
+    def cover_row_names(self) -> list[str]:
+        return [f"cover_{r}_piece_{k}" for r, k in zip(self.units[self.piece_units].tolist(), self.piece_ids.tolist())]
+
+    def row_names(self) -> list[str]:
+        names = ["budget"] if self.budget_row else []
+        names += [f"one_per_group_{g}" for g in self.group_ids.tolist()]
+        return names + self.cover_row_names()
+
+    def column_names(self) -> list[str]:
+        return [f"x_{u}" for u in self.candidates.tolist()] + [f"y_{r}" for r in self.units.tolist()]
+
+    def matrix(self, grid: _Grid | None = None) -> tuple[sp.csr_array, np.ndarray]:
+        """Row-wise constraint matrix (n_rows, n_x + n_y) and row upper bounds (rows are ``<=``).
+
+        With a ``grid`` the cover rows are stated for ``Y = y_scale * y`` in integers.
+        """
+        n_x, n_y, n_p = self.n_x, self.n_y, self.piece_units.shape[0]
+        if grid is None:
+            x_part = sp.csr_array(sp.diags_array(-self.piece_slopes) @ self.cover[self.piece_units])
+            cover_upper = self.piece_intercepts
+        else:
+            x_part = sp.csr_array((-grid.coefs.astype(float), grid.x_part.indices, grid.x_part.indptr),
+                                  shape=(n_p, n_x))
+            cover_upper = grid.intercepts.astype(float)
+        y_part = sp.csr_array((np.ones(n_p), (np.arange(n_p), self.piece_units)), shape=(n_p, n_y))
+        blocks, upper = [], []
+        if self.budget_row:
+            blocks.append([sp.csr_array(self.costs.reshape(1, n_x)), sp.csr_array((1, n_y))])
+            upper.append([self.budget])
+        if self.group_ids.size:
+            blocks.append([self.group_rows, sp.csr_array((self.group_ids.size, n_y))])
+            upper.append(np.ones(self.group_ids.size))
+        blocks.append([x_part, y_part])
+        upper.append(cover_upper)
+        a = sp.csr_array(sp.block_array(blocks, format="csr"))
+        a.sort_indices()
+        return a, np.concatenate(upper).astype(float)
+
+    def columns(self, grid: _Grid | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Objective coefficients and upper bounds (``inf`` allowed) of the x then y columns."""
+        if grid is None:
+            y_cost, y_upper = self.weights, self.y_upper
+        else:
+            y_cost, y_upper = self.weights / grid.y_scale, grid.y_upper.astype(float)
+        return np.concatenate([self.x_values, y_cost]), np.concatenate([np.ones(self.n_x), y_upper])
+
+
+def _reduced_model(problem: Problem, budget: float, fold_private: bool = True) -> _Model:
+    """Keep the candidates that fit the budget and cover a unit worth something, and those units.
+
+    With ``fold_private`` a unit covered by one kept candidate becomes part of that candidate's
+    objective coefficient (``x_values``) instead of a y column: exact, and it removes the rows of
+    a candidate that alone covers many units.
+    """
+    n_units = problem.n_units
+    flat = problem.h_slopes == 0
+    y_upper_all = np.where(flat, problem.h_intercepts, np.inf).min(axis=1) if n_units else np.zeros(0)
+    fits = np.flatnonzero(problem.costs <= budget)   # exact: one float against another (see exact.py)
+    cov_fits = problem.coverage[fits]
+    covered = np.zeros(n_units, dtype=bool)
+    covered[cov_fits.indices[cov_fits.data > 0]] = True
+    units = np.flatnonzero(covered & (y_upper_all > 0))
+    sub = sp.csr_array(cov_fits[:, units])
+    sub.eliminate_zeros()
+    useful = np.diff(sub.indptr) > 0
+    candidates = fits[useful]
+    a = sp.csr_array(sub[np.flatnonzero(useful)])
+    cover = sp.csr_array(a.T)
+    cover.sort_indices()
+    x_values = np.zeros(candidates.size)
+    if fold_private and units.size:
+        # a unit only one kept candidate covers is worth w[r] * h_r(a[u, r]) * x[u] (h(0) = 0, x binary):
+        # its value moves onto x[u] and its y column and cover rows go
+        private = np.diff(cover.indptr) == 1
+        if private.any():
+            rows = np.flatnonzero(private)
+            owner, amount = cover.indices[cover.indptr[rows]], cover.data[cover.indptr[rows]]
+            worth = problem.weights[units[rows]] * h_values(problem, units[rows], amount)
+            np.add.at(x_values, owner, worth)
+            keep_rows = np.flatnonzero(~private)
+            units, cover = units[keep_rows], sp.csr_array(cover[keep_rows])
+            cover.sort_indices()
+
+    # sloped pieces of kept units; a piece never below the flat cap cannot bind; duplicates go
+    slopes, intercepts = problem.h_slopes[units], problem.h_intercepts[units]
+    n_y, n_k = slopes.shape if units.size else (0, problem.h_slopes.shape[1])
+    y_upper = y_upper_all[units]
+    pu = np.repeat(np.arange(n_y), n_k)
+    pk = np.tile(np.arange(n_k), n_y)
+    ps, pb = slopes.ravel(), intercepts.ravel()
+    keep = (ps > 0) & (pb < y_upper[pu])
+    pu, pk, ps, pb = pu[keep], pk[keep], ps[keep], pb[keep]
+    if pu.size:
+        _, first = np.unique(np.column_stack([pu, ps, pb]), axis=0, return_index=True)
+        first = np.sort(first)
+        pu, pk, ps, pb = pu[first], pk[first], ps[first], pb[first]
+
+    groups = problem.groups[candidates]
+    counts = np.bincount(groups, minlength=problem.n_groups)
+    multi = np.flatnonzero(counts[groups] >= 2)
+    group_ids, row_of = np.unique(groups[multi], return_inverse=True)
+    group_rows = sp.csr_array((np.ones(multi.size), (row_of.reshape(-1), multi)),
+                              shape=(group_ids.size, candidates.size))
+
+    costs = problem.costs[candidates]
+    weights = problem.weights[units]
+    cost_scale = power_of_two(budget)
+    w_max = max(float(weights.max()) if weights.size else 0.0, float(x_values.max()) if x_values.size else 0.0)
+    value_scale = power_of_two(w_max)
+    return _Model(candidates=candidates, costs=costs * cost_scale, units=units, weights=weights * value_scale,
+                  x_values=x_values * value_scale,
+                  y_upper=y_upper, cover=cover, piece_units=pu, piece_ids=pk, piece_slopes=ps,
+                  piece_intercepts=pb, group_ids=group_ids, group_rows=group_rows, budget=float(budget) * cost_scale,
+                  budget_row=bool(infeasibility(problem, _group_max_store(problem, candidates), budget)),
+                  cost_scale=cost_scale, value_scale=value_scale, decimal_unit=cost_scale * problem.cost_unit)
+
+
+def _group_max_store(problem: Problem, candidates: np.ndarray) -> np.ndarray:
+    """Indices of the costliest kept candidate of each group: the costliest store of kept candidates."""
+    order = np.lexsort((-problem.costs[candidates], problem.groups[candidates]))
+    ranked = candidates[order]
+    first = np.r_[True, np.diff(problem.groups[ranked]) != 0] if ranked.size else np.zeros(0, dtype=bool)
+    return ranked[first]
+
+
+def _check_faithful(model: _Model, backend: str) -> None:
+    """Decline data a float MILP cannot state next to its absolute tolerances.
+
+    After the power-of-two scaling the largest weight and the budget are in [1, 2); a
+    weight or a cost smaller than ``1 / MAX_MAGNITUDE_RATIO`` of them would sit below the
+    back-end's feasibility and optimality tolerances.
+    """
+    w = np.concatenate([model.weights, model.x_values[model.x_values > 0]])
+    if w.size and w.min() * MAX_MAGNITUDE_RATIO < w.max():
+        raise Declined(f"the objective's coefficients (unit weights, and the worth of units one candidate alone "
+                       f"covers) span {w.min() / model.value_scale:g} to {w.max() / model.value_scale:g}, a ratio "
+                       f"above {MAX_MAGNITUDE_RATIO:g}: {backend} cannot state the small ones faithfully next to "
+                       "its tolerances; rescale the weights or use bnb with brute force")
+    if model.budget_row and model.costs.size and model.costs.min() * MAX_MAGNITUDE_RATIO < model.budget:
+        raise Declined(f"a cost of {model.costs.min() / model.cost_scale:g} against the budget "
+                       f"{model.budget / model.cost_scale:g} (a ratio above {MAX_MAGNITUDE_RATIO:g}): {backend} "
+                       "cannot state the budget row faithfully next to its tolerances")
+
+
+def _checked_store(problem: Problem, budget: float, chosen, backend: str) -> np.ndarray:
+    """The back-end's store, or :class:`SolverError` when it does not fit the budget exactly.
+
+    A float back-end may return a store over the budget by its feasibility tolerance; that is
+    a failure of the back-end on valid data (the caller can try another), never bad input.
+    """
+    why = infeasibility(problem, chosen, budget)
+    if why:
+        raise SolverError(f"{backend} returned a store that is not feasible on the exact numbers ({why}); "
+                          "its float tolerances admitted it: a back-end failure, not bad input")
+    return np.asarray(chosen, dtype=np.int64)
+
+
+def _unscaled_bound(model: _Model, bound: float) -> float:
+    """A back-end's bound on the model's objective, as a bound on F (``inf`` stays ``inf``)."""
+    return bound / model.value_scale if math.isfinite(bound) else math.inf
+
+
+def _trivial(problem, budget, method, settings, started, stats) -> Result:
+    """OPT is 0 when no candidate both fits the budget and covers a unit worth something."""
+    stats = dict(stats, model_build_seconds=0.0, solve_seconds=0.0, backend_status="not run: empty model")
+    return make_result(problem, budget, method=method, settings=settings, chosen=[], status="optimal", bound=0.0,
+                       started=started, stats=stats,
+                       message="no candidate fits the budget and covers a unit: OPT is 0 without a solve")
+
+
+def _zero_gap(value: float, bound: float) -> bool:
+    """True when a back-end's bound is within ``_GAP_RTOL`` of its value, relative (no floor)."""
+    return bound - value <= _GAP_RTOL * max(abs(value), abs(bound))
