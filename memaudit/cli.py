@@ -36,7 +36,7 @@ from .clitools import (budget_options, check_budget_flags, check_fraction, num, 
                        safe, safe_echo, same_file, table_lines)
 from .coupling import coupling_report
 from .errors import MemauditError
-from .fileio import atomic_write, guard_inputs
+from .fileio import atomic_write, check_output, guard_inputs
 from .report import csv_text, plot_ratios
 from .generators.density_trap import MAX_K as MAX_TRAP_K
 from .generators.density_trap import TOPICS as TRAP_TOPICS
@@ -213,6 +213,8 @@ def solve(package, budget, budget_frac, method, backend, time_limit, backend_tim
         raise MemauditError(f"{output}: refusing to write the certificate over the package itself; "
                             "choose another -o file")
     pkg = load_package(package)
+    if output is not None:
+        check_output(output)  # a bad -o fails before the solve
     b = resolve_budget(pkg, budget=budget, budget_frac=budget_frac)
     check_fraction(budget_frac)
     if backend_time_limit is None:

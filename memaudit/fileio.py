@@ -24,7 +24,7 @@ import tempfile
 
 from .errors import MemauditError
 
-__all__ = ["atomic_write", "guard_inputs", "note_input", "check_not_input", "TEMP_SUFFIX"]
+__all__ = ["atomic_write", "check_output", "guard_inputs", "note_input", "check_not_input", "TEMP_SUFFIX"]
 
 #: how every temporary file of :func:`atomic_write` ends
 TEMP_SUFFIX = ".memaudit-tmp"
@@ -114,15 +114,11 @@ def _clean_stale_temps(directory: str, prefix: str) -> None:
                 os.unlink(os.path.join(directory, name))
 
 
-def atomic_write(path, data: bytes | str, error=MemauditError) -> None:
-    """Write ``data`` (str is UTF-8 encoded) to ``path`` atomically; see the module docstring for the rules.
-
-    An existing file keeps its permission bits; a failure raises ``error`` naming the path
-    and leaves no temporary file behind.
-    """
+def check_output(path, error=MemauditError) -> int:
+    """Refuse ``path`` as an output (not a regular file, or one of the command's inputs) and return
+    the permission bits the written file gets.  :func:`atomic_write` calls it; a command calls it
+    early too, so a bad ``-o`` fails before any work is done."""
     path = os.fspath(path)
-    if isinstance(data, str):
-        data = data.encode("utf-8")
     target = os.path.realpath(path) if os.path.islink(path) else path
     try:
         st = os.stat(target)
@@ -136,6 +132,20 @@ def atomic_write(path, data: bytes | str, error=MemauditError) -> None:
                         "atomically to regular files only: choose a file path")
         mode = st.st_mode & 0o7777
     check_not_input(path, error)
+    return mode
+
+
+def atomic_write(path, data: bytes | str, error=MemauditError) -> None:
+    """Write ``data`` (str is UTF-8 encoded) to ``path`` atomically; see the module docstring for the rules.
+
+    An existing file keeps its permission bits; a failure raises ``error`` naming the path
+    and leaves no temporary file behind.
+    """
+    path = os.fspath(path)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    mode = check_output(path, error)
+    target = os.path.realpath(path) if os.path.islink(path) else path
     directory = os.path.dirname(os.path.abspath(target))
     prefix = _temp_prefix(target)
     _clean_stale_temps(directory, prefix)

@@ -32,7 +32,8 @@ def plot_diagnose(doc: dict):
     ax.invert_yaxis()
     ax.set_xlabel("probes (both forms)")
     ax.set_title("where each probe failed")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=len(ATTRIBUTIONS), fontsize=8,
+              frameon=False)  # below the axes, never on the bars
     ok = {}
     for r in doc["rows"]:
         n, k = ok.get((r["policy"], r["session"]), (0, 0))
