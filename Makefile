@@ -1,6 +1,6 @@
 # Two entry points do all the set-up themselves:
 #   make demo   create .venv, install memaudit, solve and certify the quickstart package
-#   make test   create .venv, install memaudit with test extras, run the test suite
+#   make test   create .venv, install memaudit with test extras (and Debian's chromium, as root), run the tests
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -19,7 +19,7 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/memaudit solve packages_data/examples/quickstart.json
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q
 
 notebooks: $(STAMP)
