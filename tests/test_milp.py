@@ -396,8 +396,8 @@ def test_import_is_light_and_solves_print_nothing():
         assert not heavy, heavy
         from memaudit_solvers.problem import Problem
         p = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [1, 1], [0.5, 0]], [1.0, 2.0])
-        for fn in memaudit_solvers.milp.BACKENDS.values():
-            assert fn(p, 4).value == 3.0
+        for name in memaudit_solvers.milp.installed_backends():   # an optional back-end may be absent
+            assert memaudit_solvers.milp.BACKENDS[name](p, 4).value == 3.0
     """)
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
