@@ -32,8 +32,8 @@ from . import __version__
 from .certificate import build_certificate, load_certificate, verify_certificate, write_certificate, write_json
 from .baselines import DEFAULT_METHODS, method_settings, parse_methods, score_methods
 from .baselines import compare as compare_methods
-from .clitools import (budget_options, check_budget_flags, check_fraction, num, pct, plural, progress_printer,
-                       safe, safe_echo, same_file, table_lines)
+from .clitools import (budget_options, check_budget_flags, check_fraction, num, parse_fractions, pct, plural,
+                       progress_printer, safe, safe_echo, same_file, table_lines)
 from .coupling import coupling_report
 from .errors import MemauditError
 from .fileio import atomic_write, check_output, guard_inputs
@@ -475,20 +475,6 @@ def baseline(package, budget, budget_frac, methods, time_limit, backend, seed, g
     _exit_certified(rep.opt_certified)
 
 
-def _fractions(text: str) -> list[float]:
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        try:
-            f = float(part)
-        except ValueError:
-            raise click.BadParameter(f"{part!r} is not a number; give fractions such as 0.1,0.25,0.5",
-                                     param_hint="--budget-frac") from None
-        if not (f >= 0 and f == f and f != float("inf")):
-            raise click.BadParameter(f"{part!r} must be a finite fraction >= 0", param_hint="--budget-frac")
-        check_fraction(f)
-        out.append(f)
-    return out
 
 
 @main.command()
@@ -517,7 +503,7 @@ def compare(package, budget_fracs, methods, time_limit, backend, seed, gvt_eps, 
     """
     if as_csv and as_json:
         raise click.UsageError("--csv and --json are mutually exclusive: give one of them")
-    fracs = _fractions(budget_fracs)
+    fracs = parse_fractions(budget_fracs)
     names = parse_methods(methods)
     for path in (output, plot):
         if path is not None and same_file(path, package):

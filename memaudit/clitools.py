@@ -10,7 +10,7 @@ import click
 from .formats.translate import escape_control as safe
 
 __all__ = ["safe", "safe_echo", "num", "pct", "plural", "budget_options", "check_budget_flags", "check_fraction",
-           "progress_printer", "same_file", "table_lines"]
+           "parse_fractions", "progress_printer", "same_file", "table_lines"]
 
 
 def safe_echo(line="", err: bool = False) -> None:
@@ -68,6 +68,24 @@ MAX_BUDGET_FRAC = 100.0
 def check_budget_flags(budget, budget_frac):
     if budget is not None and budget_frac is not None:
         raise click.UsageError("--budget and --budget-frac are mutually exclusive: give one of them")
+
+
+def parse_fractions(text: str, flag: str = "--budget-frac") -> list[float]:
+    """``"0.1,0.25,0.5"`` as floats, each a finite fraction >= 0 (:func:`check_fraction` refuses a
+    typed percent); a bad part is a usage error naming it."""
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            f = float(part)
+        except ValueError:
+            raise click.BadParameter(f"{part!r} is not a number; give fractions such as 0.1,0.25,0.5",
+                                     param_hint=flag) from None
+        if not (f >= 0 and f == f and f != float("inf")):
+            raise click.BadParameter(f"{part!r} must be a finite fraction >= 0", param_hint=flag)
+        check_fraction(f, flag)
+        out.append(f)
+    return out
 
 
 def check_fraction(frac: float | None, flag: str = "--budget-frac") -> None:

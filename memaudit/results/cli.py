@@ -76,19 +76,6 @@ def _package_files(args) -> list[str]:
     return out
 
 
-def _fractions(text: str) -> list[float]:
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        try:
-            f = float(part)
-        except ValueError:
-            raise click.BadParameter(f"{part!r} is not a number; give fractions such as 0.1,0.25,0.5",
-                                     param_hint="--budget-frac") from None
-        if not (f >= 0 and f == f and f != float("inf")):
-            raise click.BadParameter(f"{part!r} must be a finite fraction >= 0", param_hint="--budget-frac")
-        out.append(f)
-    return out
 
 
 @click.command()
@@ -124,6 +111,7 @@ def sweep(packages, budget_fracs, methods, db, workers, scheduler, backend, time
     task time-out) are listed with their errors and never reported as optimal; exit code 3 then.
     """
     from ..baselines import parse_methods
+    from ..clitools import parse_fractions
     from .api import frame, write_rows
     from .store import open_store
     from .sweep import DEFAULT_SWEEP_METHODS, run_sweep
@@ -132,7 +120,7 @@ def sweep(packages, budget_fracs, methods, db, workers, scheduler, backend, time
     paths = _package_files(packages)
     store = open_store(db)
     try:
-        rep = run_sweep(paths, _fractions(budget_fracs), names, db=store, workers=workers, scheduler=scheduler,
+        rep = run_sweep(paths, parse_fractions(budget_fracs), names, db=store, workers=workers, scheduler=scheduler,
                         backend=backend, time_limit=time_limit, task_timeout=task_timeout, seed=seed,
                         use_cache=not no_cache, progress=progress)
         if out is not None:
@@ -141,7 +129,7 @@ def sweep(packages, budget_fracs, methods, db, workers, scheduler, backend, time
         path = store.path
     finally:
         store.close()
-    click.echo(f"sweep: {len(rep.cells)} cells ({len(paths)} packages x {len(_fractions(budget_fracs))} budgets x "
+    click.echo(f"sweep: {len(rep.cells)} cells ({len(paths)} packages x {len(parse_fractions(budget_fracs))} budgets x "
                f"(OPT + {len(names)} methods)): {rep.reused} reused, {rep.computed} computed, {len(rep.failed)} "
                f"failed; {rep.mode}; {rep.wall_time:.3g} s; store {path}")
     for c in rep.failed:
