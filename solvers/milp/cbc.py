@@ -13,9 +13,8 @@ import numpy as np
 from ..objective import evaluate
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
-from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_faithful, _checked_store, _check_settings, _Model, _reduced_model, _trivial,
-                    _unscaled_bound)
-from .scaling import _Grid, _try_grid
+from .model import FEASIBILITY_TOL, _checked_store, _check_settings, _Model, _prepare, _unscaled_bound
+from .scaling import _Grid
 from .versions import _unavailable, backend_versions
 
 #: CBC's end-of-run summary; the bound of a maximisation is its "Upper bound" line
@@ -110,15 +109,11 @@ def milp_cbc(problem: Problem, budget: float, /, *, time_limit: float | None = N
         import pulp
     except ImportError as err:
         raise _unavailable("milp-cbc", "PuLP with the cbcbox CBC binary", err) from err
-    stats = {"backend": "cbc", "backend_version": backend_versions()["milp-cbc"],
-             "gap_rel": 0.0, "gap_abs": 0.0, "random_seed": RANDOM_SEED}
     t0 = time.perf_counter()
-    model = _reduced_model(problem, budget)
-    if model.n_x == 0:
-        return _trivial(problem, budget, "milp-cbc", settings, started, stats)
-    grid = _try_grid(model, settings["integral_y"])
-    stats.update(integral_y=grid is not None, y_scale=None if grid is None else grid.y_scale)
-    _check_faithful(model, "milp-cbc")
+    trivial, model, grid, stats = _prepare(problem, budget, "milp-cbc", "cbc",
+                                           backend_versions()["milp-cbc"], settings, started)
+    if trivial is not None:
+        return trivial
     prob, xs, n_rows = _cbc_problem(pulp, model, grid)
     path = cbcbox.cbc_bin_path()
     t1 = time.perf_counter()

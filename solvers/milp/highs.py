@@ -9,9 +9,9 @@ import numpy as np
 
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
-from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_faithful, _checked_store, _check_settings, _Model, _reduced_model, _trivial,
-                    _unscaled_bound, _zero_gap)
-from .scaling import _Grid, _try_grid
+from .model import (FEASIBILITY_TOL, RANDOM_SEED, _checked_store, _check_settings, _Model, _prepare, _unscaled_bound,
+                    _zero_gap)
+from .scaling import _Grid
 from .versions import _dist_version, _unavailable
 
 _HIGHS_LOCK = threading.Lock()
@@ -149,15 +149,11 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
         import highspy
     except ImportError as err:
         raise _unavailable("milp-highs", "highspy", err) from err
-    stats = {"backend": "highs", "backend_version": f"highspy {_dist_version('highspy')}",
-             "gap_rel": 0.0, "gap_abs": 0.0, "random_seed": RANDOM_SEED}
     t0 = time.perf_counter()
-    model = _reduced_model(problem, budget)
-    if model.n_x == 0:
-        return _trivial(problem, budget, "milp-highs", settings, started, stats)
-    grid = _try_grid(model, settings["integral_y"])
-    stats.update(integral_y=grid is not None, y_scale=None if grid is None else grid.y_scale)
-    _check_faithful(model, "milp-highs")
+    trivial, model, grid, stats = _prepare(problem, budget, "milp-highs", "highs",
+                                           f"highspy {_dist_version('highspy')}", settings, started)
+    if trivial is not None:
+        return trivial
     lp = _highs_lp(highspy, model, grid)
     t1 = time.perf_counter()
     h, run_status = _solve_highs(highspy, lp, settings, started)

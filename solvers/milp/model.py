@@ -271,6 +271,27 @@ def _trivial(problem, budget, method, settings, started, stats) -> Result:
                        message="no candidate fits the budget and covers a unit: OPT is 0 without a solve")
 
 
+def _prepare(problem: Problem, budget: float, method: str, backend: str, version: str, settings: dict,
+             started: float):
+    """What every float MILP back-end does before it builds its own model: the recorded ``stats``,
+    the reduced model and its objective grid, and the faithfulness check.
+
+    Returns ``(trivial, model, grid, stats)``: ``trivial`` is the Result when no candidate can be
+    stored (the caller returns it), else None.
+    """
+    from .scaling import _try_grid   # scaling imports this module
+
+    stats = {"backend": backend, "backend_version": version, "gap_rel": 0.0, "gap_abs": 0.0,
+             "random_seed": RANDOM_SEED}
+    model = _reduced_model(problem, budget)
+    if model.n_x == 0:
+        return _trivial(problem, budget, method, settings, started, stats), model, None, stats
+    grid = _try_grid(model, settings["integral_y"])
+    stats.update(integral_y=grid is not None, y_scale=None if grid is None else grid.y_scale)
+    _check_faithful(model, method)
+    return None, model, grid, stats
+
+
 def _zero_gap(value: float, bound: float) -> bool:
     """True when a back-end's bound is within ``_GAP_RTOL`` of its value, relative (no floor)."""
     return bound - value <= _GAP_RTOL * max(abs(value), abs(bound))

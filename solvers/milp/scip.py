@@ -9,9 +9,9 @@ import numpy as np
 
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
-from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_faithful, _check_settings, _checked_store, _Model,
-                    _reduced_model, _trivial, _unscaled_bound, _zero_gap)
-from .scaling import _Grid, _try_grid
+from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_settings, _checked_store, _Model, _prepare, _unscaled_bound,
+                    _zero_gap)
+from .scaling import _Grid
 from .versions import _unavailable, backend_versions
 
 
@@ -85,15 +85,11 @@ def milp_scip(problem: Problem, budget: float, /, *, time_limit: float | None = 
         import pyscipopt
     except ImportError as err:
         raise _unavailable("milp-scip", "PySCIPOpt", err) from err
-    stats = {"backend": "scip", "backend_version": backend_versions()["milp-scip"],
-             "gap_rel": 0.0, "gap_abs": 0.0, "random_seed": RANDOM_SEED}
     t0 = time.perf_counter()
-    model = _reduced_model(problem, budget)
-    if model.n_x == 0:
-        return _trivial(problem, budget, "milp-scip", settings, started, stats)
-    grid = _try_grid(model, settings["integral_y"])
-    stats.update(integral_y=grid is not None, y_scale=None if grid is None else grid.y_scale)
-    _check_faithful(model, "milp-scip")
+    trivial, model, grid, stats = _prepare(problem, budget, "milp-scip", "scip",
+                                           backend_versions()["milp-scip"], settings, started)
+    if trivial is not None:
+        return trivial
     m, xs = _scip_model(pyscipopt, model, grid)
     m.setParam("limits/gap", 0.0)
     m.setParam("limits/absgap", 0.0)
