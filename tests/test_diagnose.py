@@ -293,7 +293,17 @@ def test_bad_opt_settings(spec, message):
 
 def test_a_policy_named_twice_is_refused(small):
     with pytest.raises(DiagnoseError, match="policy 'opt' is given twice"):
-        diagnose(small, ["opt", "opt:retriever=bm25"])
+        diagnose(small, ["opt", "opt:retriever=all"])
+    with pytest.raises(DiagnoseError, match=r"policy 'opt\+bm25\[k=3\]' is given twice"):
+        diagnose(small, ["opt:retriever=bm25,k=3", "opt:k=3,retriever=bm25"])
+
+
+def test_the_opt_store_under_two_retrievers_sits_in_one_run(small):
+    doc = diagnose(small, ["opt", "opt:retriever=bm25", "opt:retriever=bm25,k=2"])
+    assert [p["policy"] for p in doc["policies"]] == ["opt", "opt+bm25", "opt+bm25[k=2]"]
+    for name in ("opt", "opt+bm25", "opt+bm25[k=2]"):
+        assert all(s["write_ratio"] == 1.0 for s in stores(doc, name))
+        assert pol(doc, name)["attribution"]["write"] == 0
 
 
 # -- the command ----------------------------------------------------------------------

@@ -67,6 +67,20 @@ class OptSpec:
         return s
 
     @property
+    def name(self) -> str:
+        """The row name: ``opt`` (all injected), ``opt+bm25``, or ``opt+bm25[k=K]`` for another k, so
+        the OPT store under several retrievers can sit in one run.
+
+        Examples
+        --------
+        >>> OptSpec().name, OptSpec("bm25").name, OptSpec("bm25", 3).name
+        ('opt', 'opt+bm25', 'opt+bm25[k=3]')
+        """
+        if self.retriever == "all":
+            return "opt"
+        return "opt+bm25" if self.k == OptSpec.k else f"opt+bm25[k={self.k}]"
+
+    @property
     def label(self) -> str:
         return "OPT store, all injected" if self.retriever == "all" else f"OPT store, BM25 top-{self.k}"
 
@@ -135,7 +149,7 @@ class _OptMemory(_Memory):
 
 def opt_policy(spec: OptSpec, stores: dict[int, list[StoredItem]]) -> Policy:
     """The ``opt`` policy: writes the given OPT stores (checkpoint -> items) and retrieves by ``spec``."""
-    return Policy("opt", spec.settings, lambda sc, count: _OptMemory(sc, count, stores, spec))
+    return Policy(spec.name, spec.settings, lambda sc, count: _OptMemory(sc, count, stores, spec))
 
 
 def cut_in_order(problem, order: list[int], budget: float) -> list[int]:
@@ -228,7 +242,7 @@ def diagnose(compiled: CompiledScenario, policies, *, budget=None, budget_frac=N
     specs = [parse_diagnose_policy(p) if isinstance(p, str) else p for p in policies]
     if not specs:
         raise DiagnoseError("no policy given; name at least one (e.g. --policy profile --policy opt)")
-    names = [s.name if isinstance(s, Policy) else "opt" for s in specs]
+    names = [s.name for s in specs]
     for i, n in enumerate(names):
         if n in names[:i]:
             raise DiagnoseError(f"policy {n!r} is given twice; a diagnose run holds one row per policy name")
