@@ -41,8 +41,12 @@ def _int(v, what: str, lo: int, hi: int | None = None) -> int:
     return v
 
 
-def _check_keys(d: dict, allowed: set[str], what: str) -> None:
-    extra = sorted(map(str, set(d) - allowed))
+def _check_keys(d: dict, allowed: set[str], what: str, v2_fields: tuple[str, ...] = (), v2: bool = True) -> None:
+    """Refuse a field outside ``allowed`` and ``v2_fields``, and a field of ``v2_fields`` in a version-1 file."""
+    for name in v2_fields:
+        if name in d:
+            _v2_only(v2, what, name)
+    extra = sorted(map(str, set(d) - allowed - set(v2_fields)))
     if extra:
         raise ScenarioError(f"{what} has unknown field(s) {', '.join(map(repr, extra))}; "
                             f"allowed: {', '.join(sorted(allowed))}")
@@ -52,6 +56,20 @@ def _v2_only(v2: bool, what: str, name: str) -> None:
     if not v2:
         raise ScenarioError(f"{what}: field '{name}' needs format {SCENARIO_FORMATS[1]!r} (this file says "
                             f"{SCENARIO_FORMATS[0]!r})")
+
+
+def _exchange_ids(ids, what: str, name: str, link: str, owner: str, session: int, exchanges: dict) -> list:
+    """``ids`` (field ``name`` of a probe or a note, the ``owner``) checked as a list of ids of exchanges
+    said by the end of ``session``; a message reads ``<name> 'D2:1' <link> session 2``."""
+    if not isinstance(ids, list):
+        raise ScenarioError(f"{what}: {name} must be a list of exchange ids; got {ids!r}")
+    for k, e in enumerate(ids):
+        if not isinstance(e, str) or e not in exchanges:
+            raise ScenarioError(f"{what}: {name}[{k}] must be the id of an exchange of this scenario; got {e!r}")
+        if exchanges[e][0] > session:
+            raise ScenarioError(f"{what}: {name} {e!r} {link} session {exchanges[e][0]}, after the {owner}'s "
+                                f"session {session}")
+    return ids
 
 
 def _fact(d, i: int, n_sessions: int, v2: bool = False, exchanges: dict | None = None) -> Fact:
@@ -146,15 +164,7 @@ def _probe(d, i: int, n_sessions: int, facts: dict[str, Fact], v2: bool = False,
     paraphrase = d.get("paraphrase")
     if paraphrase is not None:
         paraphrase = _text(paraphrase, f"{what}: paraphrase")
-    evidence = d.get("evidence", [])
-    if not isinstance(evidence, list):
-        raise ScenarioError(f"{what}: evidence must be a list of exchange ids; got {evidence!r}")
-    for k, e in enumerate(evidence):
-        if not isinstance(e, str) or e not in exchanges:
-            raise ScenarioError(f"{what}: evidence[{k}] must be the id of an exchange of this scenario; got {e!r}")
-        if exchanges[e][0] > session:
-            raise ScenarioError(f"{what}: evidence {e!r} is in session {exchanges[e][0]}, after the probe's "
-                                f"session {session}")
+    evidence = _exchange_ids(d.get("evidence", []), what, "evidence", "is in", "probe", session, exchanges)
     if len(set(evidence)) != len(evidence):
         raise ScenarioError(f"{what}: evidence lists an exchange twice; got {evidence!r}")
     category = d.get("category")
@@ -177,15 +187,7 @@ def _note(d, i: int, n_sessions: int, exchanges: dict) -> Note:
     if kind not in NOTE_KINDS:
         raise ScenarioError(f"{what}: kind must be one of {', '.join(NOTE_KINDS)}; got {kind!r}")
     text = _text(_req(d, "text", what), f"{what}: text")
-    covers = d.get("covers", [])
-    if not isinstance(covers, list):
-        raise ScenarioError(f"{what}: covers must be a list of exchange ids; got {covers!r}")
-    for k, e in enumerate(covers):
-        if not isinstance(e, str) or e not in exchanges:
-            raise ScenarioError(f"{what}: covers[{k}] must be the id of an exchange of this scenario; got {e!r}")
-        if exchanges[e][0] > session:
-            raise ScenarioError(f"{what}: covers {e!r} of session {exchanges[e][0]}, after the note's session "
-                                f"{session}")
+    covers = _exchange_ids(d.get("covers", []), what, "covers", "of", "note", session, exchanges)
     return Note(nid, session, kind, text, tuple(covers))
 
 
@@ -255,10 +257,8 @@ def scenario_from_dict(data, *, source: str = "") -> Scenario:
         if fmt not in SCENARIO_FORMATS:
             raise ScenarioError(f"format must be one of {', '.join(map(repr, SCENARIO_FORMATS))}; got {fmt!r}")
         v2 = fmt == SCENARIO_FORMATS[1]
-        if "notes" in data:
-            _v2_only(v2, "the scenario", "notes")
-        _check_keys(data, {"format", "id", "n_sessions", "replies", "facts", "sessions", "probes", "meta"}
-                    | ({"notes"} if v2 else set()), "the scenario")
+        _check_keys(data, {"format", "id", "n_sessions", "replies", "facts", "sessions", "probes", "meta"},
+                    "the scenario", ("notes",), v2)
         sid = _text(_req(data, "id", "the scenario"), "id")
         n_sessions = _int(_req(data, "n_sessions", "the scenario"), "n_sessions", 1, MAX_SESSIONS)
         raw_sessions = data.get("sessions", [])
@@ -271,9 +271,7 @@ def scenario_from_dict(data, *, source: str = "") -> Scenario:
             what = f"sessions[{i}]"
             if not isinstance(d, dict):
                 raise ScenarioError(f"{what} must be an object with session and exchanges; got {d!r}")
-            if "date" in d:
-                _v2_only(v2, what, "date")
-            _check_keys(d, {"session", "exchanges"} | ({"date"} if v2 else set()), what)
+            _check_keys(d, {"session", "exchanges"}, what, ("date",), v2)
             s = _int(_req(d, "session", what), f"{what}: session", 1, n_sessions)
             if s in sessions:
                 raise ScenarioError(f"{what}: session {s} is listed twice")
@@ -295,9 +293,7 @@ def scenario_from_dict(data, *, source: str = "") -> Scenario:
                 ew = f"session {s} exchange {j}"
                 if not isinstance(e, dict):
                     raise ScenarioError(f"{ew} must be an object with user and assistant; got {e!r}")
-                if "id" in e:
-                    _v2_only(v2, ew, "id")
-                _check_keys(e, {"user", "assistant"} | ({"id"} if v2 else set()), ew)
+                _check_keys(e, {"user", "assistant"}, ew, ("id",), v2)
                 user = _text(_req(e, "user", ew), f"{ew}: user")
                 assistant = e.get("assistant", "")
                 if not isinstance(assistant, str):
