@@ -6,8 +6,6 @@ probe by probe (the memory-eval-harness chapter's before / after recipe).
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 
@@ -32,46 +30,26 @@ _SUMMARY_FIELDS = ("policy", "form", "n_probes", "n_live", "n_deleted", "n_absen
 
 def rows_csv(doc: dict) -> str:
     """Every probe row of a run as CSV text."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=_ROW_FIELDS, lineterminator="\n")
-    w.writeheader()
-    for t in doc["trials"]:
-        for r in t["rows"]:
-            w.writerow({"policy": t["disturb"]["name"], **{k: r.get(k) for k in _ROW_FIELDS if k != "policy"}})
-    return buf.getvalue()
+    from ..report import csv_text
+
+    return csv_text([{**r, "policy": t["disturb"]["name"]} for t in doc["trials"] for r in t["rows"]], _ROW_FIELDS)
 
 
 def summary_csv(doc: dict) -> str:
     """One line per (policy, form) of a run as CSV text."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=_SUMMARY_FIELDS, lineterminator="\n")
-    w.writeheader()
-    for t in doc["trials"]:
-        for form, s in t["summary"].items():
-            w.writerow({"policy": t["disturb"]["name"], "form": form, "stored_tokens": t["stored_tokens"],
-                        **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in s.items()}})
-    return buf.getvalue()
+    from ..report import csv_text
+
+    return csv_text([{"policy": t["disturb"]["name"], "form": form, "stored_tokens": t["stored_tokens"],
+                      **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in s.items()}}
+                     for t in doc["trials"] for form, s in t["summary"].items()], _SUMMARY_FIELDS)
 
 
 def write_run(doc: dict, out_dir) -> list[str]:
     """Write ``run.json``, ``summary.csv`` and ``rows.csv`` into ``out_dir`` (created if needed), atomically."""
-    from ..fileio import atomic_write
+    from ..fileio import write_files
 
-    out_dir = os.fspath(out_dir)
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise HarnessError(f"{out_dir}: --out must be a directory; a file of that name exists")
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-    except OSError as exc:
-        raise HarnessError(f"{out_dir}: cannot create the output directory: {exc.strerror or exc}") from None
-    files = {"run.json": json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
-             "summary.csv": summary_csv(doc), "rows.csv": rows_csv(doc)}
-    paths = []
-    for name, text in files.items():
-        path = os.path.join(out_dir, name)
-        atomic_write(path, text.encode("utf-8"), error=HarnessError)
-        paths.append(path)
-    return paths
+    return write_files(out_dir, {"run.json": json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+                                 "summary.csv": summary_csv(doc), "rows.csv": rows_csv(doc)}, error=HarnessError)
 
 
 def load_run(path) -> dict:
