@@ -5,7 +5,6 @@ every name is imported from here."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -122,6 +121,24 @@ def _turns(raw, n: int, where: str) -> tuple[Turn, ...]:
     return tuple(out)
 
 
+def _turn_ids(parts, ids: list[str], turns: dict[str, Turn], rep: _Repairs, kind: str, owner: str, *,
+              repeats: str | None = None) -> list[str]:
+    """Append to ``ids`` the turn id each of ``parts`` names, once each, and return ``ids``; a misspelt id
+    is respelt (``<kind>_respelt``), one that names no turn dropped (``<kind>_unknown_dropped``), a repeat
+    dropped (logged as ``repeats`` when given), each repair logged under ``owner``."""
+    for p in parts:
+        tid = normalise_turn_id(p)
+        if tid is not None and tid != p:
+            rep.add(f"{kind}_respelt", f"{owner}: {p} -> {tid}")
+        if tid is None or tid not in turns:
+            rep.add(f"{kind}_unknown_dropped", f"{owner}: {p}")
+        elif tid not in ids:
+            ids.append(tid)
+        elif repeats is not None:
+            rep.add(repeats, f"{owner}: {tid}")
+    return ids
+
+
 def _observations(raw, n: int, where: str, turns: dict[str, Turn], rep: _Repairs) -> tuple[Observation, ...]:
     if not isinstance(raw, dict):
         raise LocomoError(f"{where} must be an object {{speaker: [[fact, dia_id], ...]}}; got {_show(raw)}")
@@ -152,16 +169,7 @@ def _observations(raw, n: int, where: str, turns: dict[str, Turn], rep: _Repairs
             else:
                 raise LocomoError(f"{rw}[1] must be a dia_id, a list of them or a comma-separated string; "
                                   f"got {_show(links)}")
-            ids = []
-            for p in parts:
-                tid = normalise_turn_id(p)
-                if tid is not None and tid != p:
-                    rep.add("observation_respelt", f"{oid}: {p} -> {tid}")
-                if tid is None or tid not in turns:
-                    rep.add("observation_unknown_dropped", f"{oid}: {p}")
-                    continue
-                if tid not in ids:
-                    ids.append(tid)
+            ids = _turn_ids(parts, [], turns, rep, "observation", oid)
             if not ids:
                 continue
             ids.sort(key=order.__getitem__)
@@ -184,16 +192,7 @@ def _evidence(raw, where: str, qid: str, turns: dict[str, Turn], rep: _Repairs) 
         parts = [p for p in _ID_SEPARATORS.split(item) if p]
         if len(parts) > 1:
             rep.add("evidence_split", f"{qid}: {item!r}")
-        for p in parts:
-            tid = normalise_turn_id(p)
-            if tid is not None and tid != p:
-                rep.add("evidence_respelt", f"{qid}: {p} -> {tid}")
-            if tid is None or tid not in turns:
-                rep.add("evidence_unknown_dropped", f"{qid}: {p}")
-            elif tid in ids:
-                rep.add("evidence_duplicate_dropped", f"{qid}: {tid}")
-            else:
-                ids.append(tid)
+        _turn_ids(parts, ids, turns, rep, "evidence", qid, repeats="evidence_duplicate_dropped")
     return tuple(ids)
 
 
@@ -347,21 +346,13 @@ def conversations_from_data(data, *, path: str, sha256: str = "") -> tuple[str, 
 
 
 def read_locomo(path) -> tuple[str, list[Conversation]]:
-    """Read a LoCoMo file (either shape; the file is only read); see :func:`conversations_from_data`."""
+    """Read a LoCoMo file (either shape; the file is only read); see :func:`conversations_from_data`.
+
+    Read once through :func:`memaudit.formats.read_json` (size limit, BOM, duplicate keys and NaN
+    literals refused, every failure one line naming the file).
+    """
+    from ..formats import read_json
+
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise LocomoError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise LocomoError(f"{path}: is a directory; give a LoCoMo JSON file") from None
-    except OSError as exc:
-        raise LocomoError(f"{path}: cannot read the file: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(raw.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise LocomoError(f"{path}: not UTF-8 text (byte offset {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise LocomoError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    return conversations_from_data(data, path=path, sha256=hashlib.sha256(raw).hexdigest())
+    doc = read_json(path, what="LoCoMo", error=LocomoError)
+    return conversations_from_data(doc.data, path=path, sha256=doc.sha256)
