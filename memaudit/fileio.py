@@ -24,7 +24,8 @@ import tempfile
 
 from .errors import MemauditError
 
-__all__ = ["atomic_write", "check_output", "guard_inputs", "note_input", "check_not_input", "TEMP_SUFFIX"]
+__all__ = ["atomic_write", "write_files", "check_output", "guard_inputs", "note_input", "check_not_input",
+           "TEMP_SUFFIX"]
 
 #: how every temporary file of :func:`atomic_write` ends
 TEMP_SUFFIX = ".memaudit-tmp"
@@ -166,3 +167,22 @@ def atomic_write(path, data: bytes | str, error=MemauditError) -> None:
         if isinstance(exc, OSError):
             raise error(f"{path}: cannot write: {exc.strerror or exc}") from None
         raise
+
+
+def write_files(out_dir, files: dict[str, bytes | str], *, error=MemauditError, flag: str = "--out") -> list[str]:
+    """Write every ``{name: data}`` of ``files`` into the directory ``out_dir`` (created if needed), each
+    file with :func:`atomic_write`; the paths written, in order.  A file at ``out_dir`` is refused,
+    naming the option ``flag`` that gave it."""
+    out_dir = os.fspath(out_dir)
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise error(f"{out_dir}: {flag} must be a directory; a file of that name exists")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as exc:
+        raise error(f"{out_dir}: cannot create the output directory: {exc.strerror or exc}") from None
+    paths = []
+    for name, data in files.items():
+        path = os.path.join(out_dir, name)
+        atomic_write(path, data, error=error)
+        paths.append(path)
+    return paths

@@ -16,8 +16,11 @@ __all__ = ["csv_text", "rows_frame", "same_series", "plot_ratios"]
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h")
 
 
-def csv_text(rows: list[dict]) -> str:
+def csv_text(rows: list[dict], fields=None) -> str:
     """Flat rows (dicts with the same keys) as CSV text with a header line.
+
+    With ``fields`` the columns are those, in that order (the header is written even for no rows,
+    other keys are left out, a missing one is empty); without, the first row's keys.
 
     Examples
     --------
@@ -25,11 +28,15 @@ def csv_text(rows: list[dict]) -> str:
     method,ratio
     gvt,0.5
     density,0.25
+    >>> print(csv_text([{"method": "gvt", "ratio": 0.5}], fields=("ratio", "n")), end="")
+    ratio,n
+    0.5,
     """
-    if not rows:
+    if not rows and fields is None:
         return ""
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if fields is None else list(fields), lineterminator="\n",
+                            extrasaction="raise" if fields is None else "ignore")
     writer.writeheader()
     writer.writerows(rows)
     return buf.getvalue()

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-import os
 
 from .errors import DiagnoseError
 from .run import ATTRIBUTIONS
@@ -48,13 +45,10 @@ def checkpoint_lines(doc: dict) -> list[str]:
 
 
 def _csv(fields, rows) -> str:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n", extrasaction="ignore")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: (round(v, 6) if isinstance(v, float) else
-                        ("/".join(map(str, v)) if isinstance(v, list) else v)) for k, v in r.items()})
-    return buf.getvalue()
+    from ..report import csv_text
+
+    return csv_text([{k: (round(v, 6) if isinstance(v, float) else ("/".join(map(str, v)) if isinstance(v, list) else v))
+                      for k, v in r.items()} for r in rows], fields)
 
 
 _SUMMARY = ("policy", "label", "write_ratio", "write_ratio_cut", "n_probes", *ATTRIBUTIONS, "n_with_evidence",
@@ -83,20 +77,8 @@ def stores_csv(doc: dict) -> str:
 
 def write_diagnose(doc: dict, out_dir) -> list[str]:
     """Write ``run.json``, ``summary.csv``, ``rows.csv`` and ``stores.csv`` into ``out_dir`` atomically."""
-    from ..fileio import atomic_write
+    from ..fileio import write_files
 
-    out_dir = os.fspath(out_dir)
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise DiagnoseError(f"{out_dir}: --out must be a directory; a file of that name exists")
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-    except OSError as exc:
-        raise DiagnoseError(f"{out_dir}: cannot create the output directory: {exc.strerror or exc}") from None
-    files = {"run.json": json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
-             "summary.csv": summary_csv(doc), "rows.csv": rows_csv(doc), "stores.csv": stores_csv(doc)}
-    paths = []
-    for name, text in files.items():
-        path = os.path.join(out_dir, name)
-        atomic_write(path, text.encode("utf-8"), error=DiagnoseError)
-        paths.append(path)
-    return paths
+    return write_files(out_dir, {"run.json": json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+                                 "summary.csv": summary_csv(doc), "rows.csv": rows_csv(doc),
+                                 "stores.csv": stores_csv(doc)}, error=DiagnoseError)

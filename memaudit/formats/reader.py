@@ -83,38 +83,30 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _read_regular(fd: int, source: str, max_bytes: int, error) -> bytes:
+def _read_to_end(fd: int, source: str, max_bytes: int, error, *, pipe: bool) -> bytes:
+    """Read ``fd`` to its end, holding at most ``max_bytes``; a pipe is read without blocking forever:
+    each chunk is waited for at most PIPE_IDLE_SECONDS."""
+    poller = None
+    if pipe:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP)
     chunks, total = [], 0
     while True:
-        chunk = os.read(fd, min(1 << 22, max_bytes + 1 - total))
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        total += len(chunk)
-        if total > max_bytes:
-            raise error(f"{source}: larger than the {_size(max_bytes)} memaudit reads")
-
-
-def _read_pipe(fd: int, source: str, max_bytes: int, error) -> bytes:
-    """Read a pipe to its end without blocking forever: wait at most PIPE_IDLE_SECONDS for each chunk."""
-    poller = select.poll()
-    poller.register(fd, select.POLLIN | select.POLLHUP)
-    chunks, total = [], 0
-    while True:
-        if not poller.poll(PIPE_IDLE_SECONDS * 1000):
+        if poller is not None and not poller.poll(PIPE_IDLE_SECONDS * 1000):
             state = "no writer sent anything" if not total else f"the writer stopped after {total} bytes"
             raise error(f"{source}: a pipe that stayed silent for {PIPE_IDLE_SECONDS:g} s ({state}); "
                         "memaudit does not wait longer")
         try:
-            chunk = os.read(fd, 1 << 20)
-        except BlockingIOError:
+            chunk = os.read(fd, 1 << 20 if pipe else min(1 << 22, max_bytes + 1 - total))
+        except BlockingIOError:  # a pipe polled ready with nothing to read yet
             continue
         if not chunk:
             return b"".join(chunks)
         chunks.append(chunk)
         total += len(chunk)
         if total > max_bytes:
-            raise error(f"{source}: a pipe that sent more than the {_size(max_bytes)} memaudit reads")
+            raise error(f"{source}: {'a pipe that sent more than' if pipe else 'larger than'} the "
+                        f"{_size(max_bytes)} memaudit reads")
 
 
 def read_bytes(path, *, what: str = "input", max_bytes: int = MAX_BYTES, error=InputError) -> bytes:
@@ -148,9 +140,9 @@ def read_bytes(path, *, what: str = "input", max_bytes: int = MAX_BYTES, error=I
             if st.st_size > max_bytes:
                 raise error(f"{source}: {_size(st.st_size)}, larger than the {_size(max_bytes)} memaudit reads")
             os.set_blocking(fd, True)
-            raw = _read_regular(fd, source, max_bytes, error)
+            raw = _read_to_end(fd, source, max_bytes, error, pipe=False)
         elif stat.S_ISFIFO(st.st_mode):
-            raw = _read_pipe(fd, source, max_bytes, error)
+            raw = _read_to_end(fd, source, max_bytes, error, pipe=True)
         else:
             raise error(f"{source}: is {_kind(st.st_mode)}, not a {what} file (memaudit reads regular files "
                         "and pipes only)")
@@ -235,6 +227,19 @@ def _limits(raw: bytes, source: str, error, max_containers: int, max_values: int
                     "in one document")
 
 
+def _too_deep(source: str, max_depth: int, fmt: str) -> str:
+    return (f"{source}: nested more than {max_depth} lists / {'mappings' if fmt == 'YAML' else 'objects'} deep, "
+            "beyond what memaudit reads")
+
+
+def _parse_failure(exc: BaseException, source: str, fmt: str, max_depth: int, error):
+    """The one-line error (of class ``error``) of a JSON or YAML parser that failed: too deep for Python's
+    recursion, or any other parser error as ``not valid <fmt>: <its message on one line>``."""
+    if isinstance(exc, RecursionError):
+        return error(_too_deep(source, max_depth, fmt))
+    return error(f"{source}: not valid {fmt}: {' '.join(str(exc).split())}")
+
+
 # -- JSON -------------------------------------------------------------------------
 
 class _Refused(Exception):
@@ -280,11 +285,8 @@ def parse_json(raw: bytes, source: str = "<json>", *, what: str = "document", er
         raise error(f"{source}: not valid JSON: {exc}") from None
     except json.JSONDecodeError as exc:
         raise error(f"{source}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise error(f"{source}: nested more than {max_depth} lists / objects deep, beyond what memaudit "
-                    "reads") from None
-    except ValueError as exc:  # e.g. a float literal Python cannot convert
-        raise error(f"{source}: not valid JSON: {' '.join(str(exc).split())}") from None
+    except (RecursionError, ValueError) as exc:  # a ValueError: e.g. a float literal Python cannot convert
+        raise _parse_failure(exc, source, "JSON", max_depth, error) from None
     # the walk (in Python) runs only when a cheap scan says there is something to find
     deep = isinstance(data, (dict, list)) and _json_depth(raw) > max_depth
     odd = nonfinite == "refuse" and (literals or _BIG_EXPONENT.search(raw))

@@ -8,7 +8,7 @@ import os
 
 from ..errors import InputError
 from .reader import (MAX_ALIAS_NODES, MAX_CONTAINERS, MAX_DEPTH, MAX_YAML_BYTES, Document, _check_tree, _json_depth,
-                     _text, read_bytes, read_json)
+                     _parse_failure, _text, _too_deep, read_bytes, read_json)
 
 __all__ = ["parse_yaml", "read_yaml", "read_document"]
 
@@ -101,19 +101,14 @@ def parse_yaml(raw: bytes, source: str = "<yaml>", *, what: str = "document", er
         raise error(f"{source}: the file is empty; expected a YAML {what}")
     # PyYAML's scanner slows down with the square of the flow nesting: refuse the absurd before it starts
     if _json_depth(raw, yaml=True) > 4 * max_depth:
-        raise error(f"{source}: nested more than {max_depth} lists / mappings deep, beyond what memaudit reads")
+        raise error(_too_deep(source, max_depth, "YAML"))
     loader = _yaml_loader()(text)
     try:
         data = loader.get_single_data()
     except _Expansion as exc:
         raise error(f"{source}: not accepted: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise error(f"{source}: not valid YAML: {' '.join(str(exc).split())}") from None
-    except RecursionError:
-        raise error(f"{source}: nested more than {max_depth} lists / mappings deep, beyond what memaudit "
-                    "reads") from None
-    except ValueError as exc:  # e.g. an integer too long for Python to convert
-        raise error(f"{source}: not valid YAML: {' '.join(str(exc).split())}") from None
+    except (yaml.YAMLError, RecursionError, ValueError) as exc:  # a ValueError: e.g. an integer too long for Python
+        raise _parse_failure(exc, source, "YAML", max_depth, error) from None
     finally:
         loader.dispose()
     if isinstance(data, (dict, list)):

@@ -70,6 +70,13 @@ class _Builder:
             self.candidates.append({"id": f"{eid}.{name}", "experience": eid, "kind": kind, "text": label,
                                     "cost": cost, "coverage": dict(coverage)})
 
+    def correction(self, eid: str, text: str, *, raw, fact, tombstone, update, summary) -> None:
+        """An experience that corrects an earlier one, with the paper's five candidates of a correction, in
+        this order: ``raw``, ``fact``, ``tombstone``, ``update`` (kind ``compound_update``) and ``summary``,
+        each given as ``(cost, coverage, label)``."""
+        self.experience(eid, text, [(kind, kind, *c) for kind, c in (
+            ("raw", raw), ("fact", fact), ("tombstone", tombstone), ("compound_update", update), ("summary", summary))])
+
     def package(self, pid: str, meta: dict) -> Package:
         data = {"format": "memaudit-package/1", "id": pid, "cost_model": "words", "cost_source": "given",
                 "experiences": self.experiences, "units": self.units, "candidates": self.candidates,
@@ -117,14 +124,12 @@ def paper_small(seed: int = 0, *, package_id: str | None = None) -> Package:
             ("fact", "fact", 2, {stale: 1.0}, f"atomic fact: old preference {i}"),
             ("summary", "summary", 3, {stale: 0.75}, f"summary of old preference {i}"),
         ])
-        b.experience(f"u{i}", f"The user corrects preference {i}.", [
-            ("raw", "raw", 6, {current: 1.0, invalid: 0.45, stale: 0.2}, f"raw span of the correction of {i}"),
-            ("fact", "fact", 2, {current: 1.0}, f"atomic fact: current preference {i}"),
-            ("tombstone", "tombstone", 1, {invalid: 1.0}, f"tombstone: old preference {i} no longer holds"),
-            ("compound_update", "compound_update", 3, {current: 1.0, invalid: 1.0},
-             f"update: preference {i} changed from old to current"),
-            ("summary", "summary", 4, {current: 0.75, invalid: 0.75, stale: 0.1}, f"summary of the correction of {i}"),
-        ])
+        b.correction(f"u{i}", f"The user corrects preference {i}.",
+                     raw=(6, {current: 1.0, invalid: 0.45, stale: 0.2}, f"raw span of the correction of {i}"),
+                     fact=(2, {current: 1.0}, f"atomic fact: current preference {i}"),
+                     tombstone=(1, {invalid: 1.0}, f"tombstone: old preference {i} no longer holds"),
+                     update=(3, {current: 1.0, invalid: 1.0}, f"update: preference {i} changed from old to current"),
+                     summary=(4, {current: 0.75, invalid: 0.75, stale: 0.1}, f"summary of the correction of {i}"))
     return b.package(package_id or f"paper-small-s{seed}",
                      {"generator": "paper-small", "seed": seed, "params": {"normal_facts": 3, "updates": 2}})
 
@@ -149,13 +154,12 @@ def paper_update_chain(*, package_id: str | None = None) -> Package:
         v, prev, inv = f"v{s}", f"v{s - 1}", f"inv{s - 1}"
         b.unit(v, "current" if s == 3 else "stale", 2.3 if s == 3 else 0.1, f"version {s}")
         b.unit(inv, "validity", 1.85, f"version {s - 1} no longer holds")
-        b.experience(f"c{s}", f"The user corrects version {s - 1} to version {s}.", [
-            ("raw", "raw", 5, {v: 1.0, inv: 0.35, prev: 0.15}, f"raw span of correction {s}"),
-            ("fact", "fact", 2, {v: 1.0}, f"atomic fact: version {s}"),
-            ("tombstone", "tombstone", 1, {inv: 1.0}, f"tombstone: version {s - 1}"),
-            ("compound_update", "compound_update", 3, {v: 0.95, inv: 1.0}, f"update: version {s - 1} to {s}"),
-            ("summary", "summary", 3, {v: 0.65, inv: 0.65}, f"summary of correction {s}"),
-        ])
+        b.correction(f"c{s}", f"The user corrects version {s - 1} to version {s}.",
+                     raw=(5, {v: 1.0, inv: 0.35, prev: 0.15}, f"raw span of correction {s}"),
+                     fact=(2, {v: 1.0}, f"atomic fact: version {s}"),
+                     tombstone=(1, {inv: 1.0}, f"tombstone: version {s - 1}"),
+                     update=(3, {v: 0.95, inv: 1.0}, f"update: version {s - 1} to {s}"),
+                     summary=(3, {v: 0.65, inv: 0.65}, f"summary of correction {s}"))
     return b.package(package_id or "paper-update-chain",
                      {"generator": "paper-update-chain", "seed": None, "params": {"corrections": 3}})
 
@@ -187,13 +191,12 @@ def paper_temporal_interval(*, package_id: str | None = None) -> Package:
         b.unit(old, "stale", 0.1, f"interval {i} is open")
         b.unit(closed, "current", 1.4, f"interval {i} is closed")
         b.unit(inv, "validity", 1.6, f"interval {i} is no longer open")
-        b.experience(f"k{i}", f"The user closes open interval {i}.", [
-            ("raw", "raw", 5, {closed: 1.0, inv: 0.45, old: 0.15}, f"raw span of closure {i}"),
-            ("fact", "fact", 2, {closed: 1.0}, f"atomic fact: interval {i} closed"),
-            ("tombstone", "tombstone", 1, {inv: 1.0}, f"tombstone: open interval {i}"),
-            ("compound_update", "compound_update", 3, {closed: 1.0, inv: 1.0}, f"update: interval {i} open to closed"),
-            ("summary", "summary", 3, {closed: 0.7, inv: 0.7}, f"summary of closure {i}"),
-        ])
+        b.correction(f"k{i}", f"The user closes open interval {i}.",
+                     raw=(5, {closed: 1.0, inv: 0.45, old: 0.15}, f"raw span of closure {i}"),
+                     fact=(2, {closed: 1.0}, f"atomic fact: interval {i} closed"),
+                     tombstone=(1, {inv: 1.0}, f"tombstone: open interval {i}"),
+                     update=(3, {closed: 1.0, inv: 1.0}, f"update: interval {i} open to closed"),
+                     summary=(3, {closed: 0.7, inv: 0.7}, f"summary of closure {i}"))
     return b.package(package_id or "paper-temporal-interval",
                      {"generator": "paper-temporal-interval", "seed": None, "params": {"intervals": 5, "closures": 2}})
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from .. import __version__
-from ..fileio import atomic_write
+from ..fileio import write_files
 from ..package import Package, package_to_dict, stream_cost
 from . import IMPORTER_VERSION
 from .build import Adjudication, Settings, build_package
@@ -228,12 +228,6 @@ def import_locomo(paths, out=None, *, settings: Settings = Settings(), rules=("l
 
 
 def _write(result: ImportResult, out: str, inputs: list[str]) -> list[str]:
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise LocomoError(f"{out}: -o must be a directory; a file of that name exists")
-    try:
-        os.makedirs(out, exist_ok=True)
-    except OSError as exc:
-        raise LocomoError(f"{out}: cannot create the output directory: {exc.strerror or exc}") from None
     files: dict[str, bytes] = {}
     for cid, pk in result.packages.items():
         for pkg in pk.values():
@@ -242,16 +236,11 @@ def _write(result: ImportResult, out: str, inputs: list[str]) -> list[str]:
     files["import-log.txt"] = ("\n".join(result.log) + "\n").encode("utf-8")
     files["manifest.json"] = json_bytes(result.manifest)
     real_inputs = {os.path.realpath(p) for p in inputs}
-    written = []
-    for name, data in files.items():
+    for name in files:
         path = os.path.join(out, name)
         if os.path.realpath(path) in real_inputs:
             raise LocomoError(f"{path}: refusing to write over an input file; choose another -o directory")
-    for name, data in files.items():
-        path = os.path.join(out, name)
-        atomic_write(path, data, error=LocomoError)
-        written.append(path)
-    return written
+    return write_files(out, files, error=LocomoError, flag="-o")
 
 
 def adjudication_rows(packages, *, judge_cmd: str | None = None, cache_dir=".memaudit-judge-cache",

@@ -1,42 +1,23 @@
-"""Read LoCoMo files of either shape, check them, and repair the dataset's known quirks (each repair logged)."""
+"""Read LoCoMo files of either shape, check them, and repair the dataset's known quirks (each repair logged).
+
+The conversation it builds (and the names of the repairs) is in :mod:`memaudit.locomo.conversation`;
+every name is imported from here."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..errors import MemauditError
+from .conversation import QA, REPAIRS, Conversation, Observation, Session, Turn
 
 __all__ = ["LocomoError", "SHAPES", "REPAIRS", "Turn", "Observation", "Session", "QA", "Conversation",
            "read_locomo", "conversations_from_data", "parse_session_date", "normalise_turn_id"]
 
 #: the two documented file shapes
 SHAPES = ("release", "list")
-
-#: every repair the reader may make: name -> what it does (the import log and ``meta.repairs`` use the names)
-REPAIRS = {
-    "evidence_split": "an evidence string holding several turn ids was split into its ids",
-    "evidence_respelt": "a misspelt evidence id was normalised (e.g. D:11:26 -> D11:26, D30:05 -> D30:5)",
-    "evidence_unknown_dropped": "an evidence id that names no turn was dropped",
-    "evidence_duplicate_dropped": "an id listed twice in one question's evidence was kept once",
-    "question_without_evidence": "a question of category 1-4 has no usable evidence: it gets no units",
-    "qa_duplicate_dropped": "an exact duplicate of an earlier QA item was dropped",
-    "answer_not_string": "a non-string answer (e.g. the integer 2022) was turned into its string",
-    "key_without_session": "a session key (date, observation, summary, events) names no session: ignored",
-    "observation_links_parsed": "observation turn ids given as a list or a comma-separated string were parsed",
-    "observation_respelt": "a misspelt observation turn id was normalised",
-    "observation_unknown_dropped": "an observation turn id that names no turn was dropped (the observation "
-                                   "too when none was left)",
-    "observation_empty_dropped": "an observation with an empty text was dropped",
-    "observation_other_speaker": "an observation filed under the speaker who did not say its turn(s) was "
-                                 "attributed to the turn's speaker",
-    "observations_missing": "a session has no observation key: it has no fact candidates",
-    "summary_missing": "a session has no summary key: it has no summary experience",
-}
 
 _SESSION = re.compile(r"session_(\d+)")
 _SESSION_KEY = re.compile(r"(?:session_(\d+)_(date_time|observation|summary)|events_session_(\d+))")
@@ -51,94 +32,6 @@ _MONTHS = {m: i for i, m in enumerate(("january", "february", "march", "april", 
 
 class LocomoError(MemauditError, ValueError):
     """A LoCoMo file cannot be read: the message names the file, the key and what is wrong."""
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One turn of a conversation: ``id`` is its dia_id (``D<session>:<index>``)."""
-
-    id: str
-    session: int
-    speaker: str
-    text: str
-    caption: str | None = None
-
-    def render(self) -> str:
-        """``Speaker: text``, with a shared image as ``[shares <caption>]`` (the image query is never shown).
-
-        Examples
-        --------
-        >>> Turn("D1:2", 1, "Mel", "Look!", "a photo of a lake").render()
-        'Mel: Look! [shares a photo of a lake]'
-        """
-        body = f"{self.speaker}: {self.text}"
-        return f"{body} [shares {self.caption}]" if self.caption else body
-
-
-@dataclass(frozen=True)
-class Observation:
-    """A model-written observation of a session, linked to the turns it was drawn from (stream order)."""
-
-    id: str
-    session: int
-    speaker: str
-    text: str
-    turns: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Session:
-    """One session: its number, its date (parsed and as written), turns, observations and summary."""
-
-    number: int
-    date: datetime
-    date_text: str
-    turns: tuple[Turn, ...]
-    observations: tuple[Observation, ...]
-    summary: str | None
-
-
-@dataclass(frozen=True)
-class QA:
-    """One question-answer item; ``id`` is ``q<position in the file, from 1>`` (3 digits at least)."""
-
-    id: str
-    question: str
-    answer: str | None
-    category: int
-    evidence: tuple[str, ...]
-    adversarial_answer: str | None = None
-
-    @property
-    def abstention(self) -> bool:
-        """Category 5: adversarial; the correct behaviour is to abstain."""
-        return self.category == 5
-
-    @property
-    def answerable(self) -> bool:
-        """Categories 1-4 with at least one evidence turn: the questions that get units."""
-        return not self.abstention and bool(self.evidence)
-
-
-@dataclass
-class Conversation:
-    """One conversation, checked and repaired; ``repairs`` maps a repair name to the ids it touched."""
-
-    id: str
-    speakers: tuple[str, str]
-    sessions: tuple[Session, ...]
-    qa: tuple[QA, ...]
-    source: dict
-    repairs: dict[str, list[str]] = field(default_factory=dict)
-
-    def turns(self) -> list[Turn]:
-        """Every turn in session and turn order."""
-        return [t for s in self.sessions for t in s.turns]
-
-    def repair_counts(self) -> dict:
-        """``{repair: {"count": n, "ids": [...]}}`` for every repair made, in :data:`REPAIRS` order."""
-        return {k: {"count": len(self.repairs[k]), "ids": list(self.repairs[k])}
-                for k in REPAIRS if self.repairs.get(k)}
 
 
 # -- small checks -----------------------------------------------------------------------
@@ -228,6 +121,24 @@ def _turns(raw, n: int, where: str) -> tuple[Turn, ...]:
     return tuple(out)
 
 
+def _turn_ids(parts, ids: list[str], turns: dict[str, Turn], rep: _Repairs, kind: str, owner: str, *,
+              repeats: str | None = None) -> list[str]:
+    """Append to ``ids`` the turn id each of ``parts`` names, once each, and return ``ids``; a misspelt id
+    is respelt (``<kind>_respelt``), one that names no turn dropped (``<kind>_unknown_dropped``), a repeat
+    dropped (logged as ``repeats`` when given), each repair logged under ``owner``."""
+    for p in parts:
+        tid = normalise_turn_id(p)
+        if tid is not None and tid != p:
+            rep.add(f"{kind}_respelt", f"{owner}: {p} -> {tid}")
+        if tid is None or tid not in turns:
+            rep.add(f"{kind}_unknown_dropped", f"{owner}: {p}")
+        elif tid not in ids:
+            ids.append(tid)
+        elif repeats is not None:
+            rep.add(repeats, f"{owner}: {tid}")
+    return ids
+
+
 def _observations(raw, n: int, where: str, turns: dict[str, Turn], rep: _Repairs) -> tuple[Observation, ...]:
     if not isinstance(raw, dict):
         raise LocomoError(f"{where} must be an object {{speaker: [[fact, dia_id], ...]}}; got {_show(raw)}")
@@ -258,16 +169,7 @@ def _observations(raw, n: int, where: str, turns: dict[str, Turn], rep: _Repairs
             else:
                 raise LocomoError(f"{rw}[1] must be a dia_id, a list of them or a comma-separated string; "
                                   f"got {_show(links)}")
-            ids = []
-            for p in parts:
-                tid = normalise_turn_id(p)
-                if tid is not None and tid != p:
-                    rep.add("observation_respelt", f"{oid}: {p} -> {tid}")
-                if tid is None or tid not in turns:
-                    rep.add("observation_unknown_dropped", f"{oid}: {p}")
-                    continue
-                if tid not in ids:
-                    ids.append(tid)
+            ids = _turn_ids(parts, [], turns, rep, "observation", oid)
             if not ids:
                 continue
             ids.sort(key=order.__getitem__)
@@ -290,16 +192,7 @@ def _evidence(raw, where: str, qid: str, turns: dict[str, Turn], rep: _Repairs) 
         parts = [p for p in _ID_SEPARATORS.split(item) if p]
         if len(parts) > 1:
             rep.add("evidence_split", f"{qid}: {item!r}")
-        for p in parts:
-            tid = normalise_turn_id(p)
-            if tid is not None and tid != p:
-                rep.add("evidence_respelt", f"{qid}: {p} -> {tid}")
-            if tid is None or tid not in turns:
-                rep.add("evidence_unknown_dropped", f"{qid}: {p}")
-            elif tid in ids:
-                rep.add("evidence_duplicate_dropped", f"{qid}: {tid}")
-            else:
-                ids.append(tid)
+        _turn_ids(parts, ids, turns, rep, "evidence", qid, repeats="evidence_duplicate_dropped")
     return tuple(ids)
 
 
@@ -453,21 +346,13 @@ def conversations_from_data(data, *, path: str, sha256: str = "") -> tuple[str, 
 
 
 def read_locomo(path) -> tuple[str, list[Conversation]]:
-    """Read a LoCoMo file (either shape; the file is only read); see :func:`conversations_from_data`."""
+    """Read a LoCoMo file (either shape; the file is only read); see :func:`conversations_from_data`.
+
+    Read once through :func:`memaudit.formats.read_json` (size limit, BOM, duplicate keys and NaN
+    literals refused, every failure one line naming the file).
+    """
+    from ..formats import read_json
+
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise LocomoError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise LocomoError(f"{path}: is a directory; give a LoCoMo JSON file") from None
-    except OSError as exc:
-        raise LocomoError(f"{path}: cannot read the file: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(raw.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise LocomoError(f"{path}: not UTF-8 text (byte offset {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise LocomoError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    return conversations_from_data(data, path=path, sha256=hashlib.sha256(raw).hexdigest())
+    doc = read_json(path, what="LoCoMo", error=LocomoError)
+    return conversations_from_data(doc.data, path=path, sha256=doc.sha256)
