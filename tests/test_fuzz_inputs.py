@@ -86,12 +86,14 @@ def mutated(draw, base: dict):
         path = draw(st.sampled_from(paths))
         parent, key = _parent(doc, path), path[-1]
         op = draw(st.sampled_from(["replace", "replace", "replace", "delete", "add-key", "duplicate", "wrap"]))
+        # HOSTILE's lists and dicts are shared constants: copy them, or a later mutation edits the constant
+        # (across examples) or makes the document contain itself
         if op == "replace":
-            parent[key] = draw(HOSTILE)
+            parent[key] = copy.deepcopy(draw(HOSTILE))
         elif op == "delete":
             del parent[key]
         elif op == "add-key" and isinstance(parent, dict):
-            parent[draw(st.sampled_from(["surprise", "id", "weight", "cost", "h", "meta"]))] = draw(HOSTILE)
+            parent[draw(st.sampled_from(["surprise", "id", "weight", "cost", "h", "meta"]))] = copy.deepcopy(draw(HOSTILE))
         elif op == "duplicate" and isinstance(parent, list):
             parent.append(copy.deepcopy(parent[key]))
         elif op == "wrap":
