@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from memaudit_solvers import Problem, ProblemError
-from memaudit_solvers.problem import breakpoint_pieces, min_cap_pieces
+from memaudit_solvers.problem import breakpoint_pieces, min_cap_pieces, stack_pieces
 
 from .costs import COST_MODEL_UNITS, cost_of
 from .errors import BudgetError, PackageError
@@ -289,11 +289,8 @@ def compile_package(pkg: Package) -> Compiled:
                                                            np.array(cols, dtype=np.int64))),
                             shape=(n_cand, n_units))
     weights = np.array([u.weight for u in pkg.units], dtype=float)
-    pieces = [_h_pieces(u.h) for u in pkg.units]
-    k = max(len(s) for s, _ in pieces)
-    slopes = np.array([np.pad(s, (0, k - len(s)), mode="edge") for s, _ in pieces])
-    intercepts = np.array([np.pad(b, (0, k - len(b)), mode="edge") for _, b in pieces])
     try:
+        slopes, intercepts = stack_pieces([_h_pieces(u.h) for u in pkg.units])
         problem = Problem.build(costs, groups, coverage, weights, h_slopes=slopes, h_intercepts=intercepts,
                                 n_groups=len(pkg.experiences), kinds=[c.kind for c in pkg.candidates])
     except ProblemError as exc:

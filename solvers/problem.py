@@ -7,11 +7,43 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Problem", "ProblemError", "min_cap_pieces", "breakpoint_pieces"]
+__all__ = ["Problem", "ProblemError", "MAX_H_CELLS", "check_h_cells", "min_cap_pieces", "breakpoint_pieces",
+           "stack_pieces"]
+
+#: The most cells ``n_units * n_pieces`` a :class:`Problem` stores for h.  h is dense: every unit
+#: carries as many pieces as the unit with the most breakpoints, so one unit of 2,000 breakpoints
+#: among 20,000 units would need 40 million cells (about 1 GB while compiling).  At this limit the
+#: two arrays take 80 MB each; a package of units with ``min1`` or ``cap`` h (2 pieces each) reaches
+#: it only beyond 5 million units.
+MAX_H_CELLS = 10_000_000
 
 
 class ProblemError(ValueError):
     """The arrays given to :class:`Problem` break one of its rules."""
+
+
+def check_h_cells(n_units: int, n_pieces: int) -> None:
+    """Refuse an h table of more than :data:`MAX_H_CELLS` cells, before it is allocated.
+
+    Raises
+    ------
+    ProblemError
+        If ``n_units * n_pieces > MAX_H_CELLS``.
+
+    Examples
+    --------
+    >>> check_h_cells(5_000_000, 2)
+    >>> try:
+    ...     check_h_cells(20_000, 2_001)
+    ... except ProblemError as exc:
+    ...     print(exc)
+    h needs 20,000 units x 2,001 pieces = 40,020,000 cells, more than MAX_H_CELLS = 10,000,000 (every unit stores as many pieces as the unit with the most breakpoints); use fewer breakpoints or fewer units
+    """
+    cells = int(n_units) * int(n_pieces)
+    if cells > MAX_H_CELLS:
+        raise ProblemError(f"h needs {n_units:,} units x {n_pieces:,} pieces = {cells:,} cells, more than "
+                           f"MAX_H_CELLS = {MAX_H_CELLS:,} (every unit stores as many pieces as the unit with "
+                           "the most breakpoints); use fewer breakpoints or fewer units")
 
 
 def min_cap_pieces(caps):
@@ -86,6 +118,39 @@ def breakpoint_pieces(points):
     return np.array(slopes), np.array(intercepts)
 
 
+def stack_pieces(pieces) -> tuple[np.ndarray, np.ndarray]:
+    """Stack each unit's pieces into the ``(n_units, n_pieces)`` arrays of :class:`Problem`.
+
+    Shorter rows repeat their last piece (a repeated piece changes no minimum).  The size is
+    checked by :func:`check_h_cells` before the arrays are allocated.
+
+    Parameters
+    ----------
+    pieces : sequence of (slopes, intercepts) pairs, one per unit, each 1-d of the same length
+
+    Returns
+    -------
+    slopes, intercepts : ndarray, shape (n_units, max pieces of a unit)
+
+    Examples
+    --------
+    >>> s, b = stack_pieces([breakpoint_pieces([(1.0, 1.0), (2.0, 1.5)]), ([1.0, 0.0], [0.0, 1.0])])
+    >>> s.tolist(), b.tolist()
+    ([[1.0, 0.5, 0.0], [1.0, 0.0, 0.0]], [[0.0, 0.5, 1.5], [0.0, 1.0, 1.0]])
+    """
+    n_units = len(pieces)
+    k = max((len(s) for s, _ in pieces), default=2)
+    check_h_cells(n_units, k)
+    slopes, intercepts = np.empty((n_units, k)), np.empty((n_units, k))
+    for r, (s, b) in enumerate(pieces):
+        n = len(s)
+        if n < 1 or len(b) != n:
+            raise ProblemError(f"unit {r} has {n} slopes and {len(b)} intercepts; give the same number, at least 1")
+        slopes[r, :n], intercepts[r, :n] = s, b
+        slopes[r, n:], intercepts[r, n:] = s[-1], b[-1]
+    return slopes, intercepts
+
+
 @dataclass(frozen=True, eq=False)
 class Problem:
     """Budgeted concave-coverage selection with one candidate per group.
@@ -108,7 +173,9 @@ class Problem:
         ``w[r] > 0``, finite.
     h_slopes, h_intercepts : ndarray, shape (n_units, n_pieces)
         Affine pieces of each ``h_r``; slopes >= 0, intercepts >= 0 and the
-        smallest intercept of each row is 0.
+        smallest intercept of each row is 0.  At most :data:`MAX_H_CELLS` cells
+        (:meth:`build` refuses more; :func:`stack_pieces` builds them from
+        per-unit pieces).
     n_groups : int
         Number of groups; groups without candidates are allowed.
     kinds : tuple of str, optional
@@ -192,6 +259,7 @@ class Problem:
         elif h_slopes is None or h_intercepts is None:
             raise ProblemError("give both h_slopes and h_intercepts, or neither")
         n_pieces = np.asarray(h_slopes).size // n_units if n_units else 2
+        check_h_cells(n_units, n_pieces)
         h_slopes = np.asarray(h_slopes, dtype=float).reshape(n_units, n_pieces)
         h_intercepts = np.asarray(h_intercepts, dtype=float).reshape(n_units, n_pieces)
         if h_slopes.shape != h_intercepts.shape or h_slopes.shape[1] < 1:

@@ -1,4 +1,4 @@
-"""Structure-aware fuzzing of every input memaudit reads: packages, certificates, scenarios.
+"""Structure-aware fuzzing of every input memaudit reads: packages, certificates, scenarios, vendor exports.
 
 Each example takes a valid document, applies a few mutations at random places of its tree (drop a key,
 add an unknown one, put a hostile value: wrong type, huge or tiny number, 400-digit integer, control
@@ -50,7 +50,8 @@ MAX_SECONDS = 5.0
 HOSTILE = st.one_of(
     st.sampled_from([None, True, False, 0, -1, 1, 2**63, -(2**63), 10**400, 1e308, -1e308, 5e-324, 1e-15, 0.1,
                      "", " ", "x", "\x1b[2J\rerror: forged", "e01", "min1", [], {}, [[]], {"": None},
-                     [[[[[[[[[[[[1]]]]]]]]]]]], {"cap": -1}, {"breakpoints": [[0, 0]]}, ["a", "a"]]),
+                     [[[[[[[[[[[[1]]]]]]]]]]]], {"cap": -1}, {"breakpoints": [[0, 0]]}, ["a", "a"],
+                     "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", "202612011141", "2026-02-30"]),
     st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12),
     st.lists(st.integers(-3, 3), max_size=4), st.dictionaries(st.text(max_size=4), st.integers(), max_size=3),
 )
@@ -86,12 +87,15 @@ def mutated(draw, base: dict):
         path = draw(st.sampled_from(paths))
         parent, key = _parent(doc, path), path[-1]
         op = draw(st.sampled_from(["replace", "replace", "replace", "delete", "add-key", "duplicate", "wrap"]))
+        # HOSTILE's lists and dicts are shared constants: copy them, or a later mutation edits the constant
+        # (across examples) or makes the document contain itself
         if op == "replace":
-            parent[key] = draw(HOSTILE)
+            parent[key] = copy.deepcopy(draw(HOSTILE))
         elif op == "delete":
             del parent[key]
         elif op == "add-key" and isinstance(parent, dict):
-            parent[draw(st.sampled_from(["surprise", "id", "weight", "cost", "h", "meta"]))] = draw(HOSTILE)
+            name = draw(st.sampled_from(["surprise", "id", "weight", "cost", "h", "meta"]))
+            parent[name] = copy.deepcopy(draw(HOSTILE))
         elif op == "duplicate" and isinstance(parent, list):
             parent.append(copy.deepcopy(parent[key]))
         elif op == "wrap":
@@ -239,3 +243,45 @@ def test_scenario_mutants_as_yaml_load_or_fail_in_one_line(doc, op):
     elif op == "dup":
         text = text + "id: again\n"
     _scenario_and_model_agree(text, "scenario.yaml")
+
+
+# -- vendor export files (Mem0, Letta, A-Mem, OpenMemory) ------------------------------------
+
+STORE_FIXTURES = ROOT / "tests" / "fixtures" / "stores"
+#: (file name, product): one file of each shape the importers read
+EXPORTS = [("mem0_sample_a.json", "mem0"), ("mem0_history.json", "mem0"), ("mem0_openmemory_backup.json", "mem0"),
+           ("mem0_paginated.json", "mem0"), ("letta_sample_a.af", "letta"), ("letta_passages.json", "letta"),
+           ("amem_sample_a.json", "amem"), ("amem_memory_all.json", "amem")]
+EXPORT_DOCS = {name: json.loads((STORE_FIXTURES / name).read_text(encoding="utf-8")) for name, _ in EXPORTS}
+
+
+def _load_export(product):
+    from memaudit.stores import load_any
+
+    def load(path):
+        export = load_any(path, product)
+        for item in export.items:                 # every item the importer yields is usable as it claims
+            assert isinstance(item.id, str) and isinstance(item.text, str)
+        return export
+    return load
+
+
+@FUZZ
+@given(st.data())
+def test_export_mutants_import_or_fail_in_one_line(data):
+    name, product = data.draw(st.sampled_from(EXPORTS))
+    text = data.draw(serialized(EXPORT_DOCS[name]))
+    shape = data.draw(st.sampled_from(["plain", "plain", "as-string", "lines"]))
+    if shape == "as-string":                       # Letta's export_file() written with json.dump: JSON in a string
+        text = json.dumps(text)
+    elif shape == "lines":                         # JSON Lines, as OpenMemory's memories.jsonl
+        try:
+            rows = json.loads(text.lstrip("\ufeff"))
+        except ValueError:
+            rows = None
+        if isinstance(rows, dict):
+            rows = next((v for v in rows.values() if isinstance(v, list)), None)
+        if isinstance(rows, list):
+            text = "\n".join(json.dumps(r) for r in rows)
+    _write_and_load(text, "export.jsonl" if shape == "lines" else "export.json",
+                    _load_export(data.draw(st.sampled_from([None, product]))))

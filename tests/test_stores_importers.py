@@ -145,7 +145,7 @@ def test_mem0_order_compares_times_not_characters(tmp_path):
 def test_mem0_history_bad_event(tmp_path):
     p = tmp_path / "h.json"
     p.write_text(json.dumps([{"id": "h1", "memory_id": "m1", "event": "MERGE", "new_memory": "x"}]))
-    with pytest.raises(StoreError, match=r"item \[0\] \(id 'h1'\): field 'event' must be one of ADD, UPDATE"):
+    with pytest.raises(StoreError, match=r"item \[0\] \(id 'h1'\): event must be one of 'ADD', 'UPDATE'"):
         load_mem0(p)
 
 
@@ -157,12 +157,12 @@ def test_mem0_exactly_twenty_items_warns_truncation(tmp_path):
 
 @pytest.mark.parametrize("payload, match", [
     ({"results": [{"id": "a1", "memory": "fine"}, {"id": "a2", "memory": 42}]},
-     r"item \[1\] \(id 'a2'\): field 'memory' must be a string; got 42"),
-    ({"results": [{"memory": "no id"}]}, r"item \[0\]: field 'id' is required"),
-    ({"results": [{"id": "a", "memory": "x", "created_at": 5}]}, r"field 'created_at' must be a string or null; got 5"),
-    ({"results": [{"id": "a", "memory": "x", "metadata": []}]}, r"field 'metadata' must be an object"),
-    ({"results": [{"id": "a", "memory": "x"}, {"id": "a", "memory": "y"}]}, r"'id' must be unique"),
-    ({"results": "nope"}, r"top level: field 'results' must be a list"),
+     r"item \[1\] \(id 'a2'\): memory must be a string; got 42"),
+    ({"results": [{"memory": "no id"}]}, r"item \[0\]: id is required"),
+    ({"results": [{"id": "a", "memory": "x", "created_at": 5}]}, r"created_at must be a string or null; got 5"),
+    ({"results": [{"id": "a", "memory": "x", "metadata": []}]}, r"metadata must be an object"),
+    ({"results": [{"id": "a", "memory": "x"}, {"id": "a", "memory": "y"}]}, r": id must be unique"),
+    ({"results": "nope"}, r"top level: results must be a list"),
     ({"things": []}, r"not a Mem0 export"),
     (["not an object"], r"item \[0\]: a memory item must be an object"),
 ])
@@ -175,7 +175,7 @@ def test_mem0_wrong_types_name_file_item_field(tmp_path, payload, match):
 
 
 def test_mem0_shipped_bad_fixture():
-    with pytest.raises(StoreError, match=r"mem0_bad_type.json: item \[1\] \(id 'a2'\): field 'memory'"):
+    with pytest.raises(StoreError, match=r"mem0_bad_type.json: item \[1\] \(id 'a2'\): memory must be a string"):
         load_mem0(FIX / "mem0_bad_type.json")
 
 
@@ -196,7 +196,7 @@ def test_truncated_file(tmp_path, loader, sample):
 def test_non_utf8_bytes(tmp_path, loader):
     p = tmp_path / "latin1.json"
     p.write_bytes('{"results": [{"id": "a", "memory": "Zoë"}]}'.encode("latin-1"))
-    with pytest.raises(StoreError, match=r"latin1.json: not UTF-8 text: byte 0xeb at offset 38 \(line 1\)"):
+    with pytest.raises(StoreError, match=r"latin1.json: not UTF-8 text: byte 0xeb at offset 38 cannot be decoded"):
         loader(p)
 
 
@@ -209,7 +209,7 @@ def test_utf8_bom_accepted(tmp_path):
 def test_size_limit_refuses_and_is_overridable(tmp_path):
     p = tmp_path / "big.json"
     p.write_text(json.dumps({"results": [{"id": "a", "memory": "x" * 500}]}))
-    with pytest.raises(StoreError, match=r"over the 100-byte limit .* --max-bytes"):
+    with pytest.raises(StoreError, match=r"larger than the 100 bytes memaudit reads for Mem0 exports; raise the limit with --max-bytes"):
         load_mem0(p, max_bytes=100)
     assert len(load_mem0(p, max_bytes=None).items) == 1
 
@@ -236,7 +236,7 @@ def test_old_protocol_pickles_refused(tmp_path, protocol, obj):
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
 def test_size_limit_holds_for_files_without_a_size():
     # /dev/zero reports size 0: the limit must still stop the read
-    with pytest.raises(StoreError, match=r"/dev/zero: the file holds more than 1000 bytes, over the 1000-byte limit"):
+    with pytest.raises(StoreError, match=r"/dev/zero: is a character device, not a Mem0 export file"):
         load_mem0("/dev/zero", max_bytes=1000)
 
 
@@ -244,7 +244,7 @@ def test_size_limit_holds_for_files_without_a_size():
 def test_integer_too_long_for_python_is_one_error(tmp_path, loader):
     p = tmp_path / "huge.json"
     p.write_text('{"results": [{"id": "a", "memory": "x", "created_at": ' + "9" * 5000 + "}]}")
-    with pytest.raises(StoreError, match=r"huge.json: not valid JSON: a number has more than 4300 digits"):
+    with pytest.raises(StoreError, match=r"huge.json: not valid JSON: an integer of 5,000 digits \(9999.*\), more than the 1000 memaudit reads"):
         loader(p)
 
 
@@ -353,14 +353,14 @@ def test_letta_archival_search_response(tmp_path):
 
 @pytest.mark.parametrize("payload, match", [
     ({"agents": [], "blocks": [{"id": "block-0", "label": "human", "value": 7}]},
-     r"item 'blocks\[0\]' \(id 'block-0'\): field 'value' must be a string; got 7"),
+     r"item 'blocks\[0\]' \(id 'block-0'\): value must be a string; got 7"),
     ({"agents": [{"block_ids": [], "messages": [{"id": "m1", "role": "user", "content": 3}]}]},
-     r"messages\[0\]' \(id 'm1'\): field 'content' must be a list of parts or a string"),
+     r"messages\[0\]' \(id 'm1'\): content must be a list of parts or a string"),
     ({"core_memory": [{"label": "human", "value": "x"}], "messages": [], "in_context_message_indices": [4]},
-     r"in_context_message_indices\[0\]' must be an index into messages"),
-    ({"agents": "x"}, r"top level: field 'agents' must be a list"),
+     r"in_context_message_indices\[0\] must be an index into messages"),
+    ({"agents": "x"}, r"top level: agents must be a list"),
     ({"something": 1}, r"not a Letta export"),
-    ([{"id": "passage-1", "text": None}], r"item \[0\] \(id 'passage-1'\): field 'text' must be a string; got null"),
+    ([{"id": "passage-1", "text": None}], r"item \[0\] \(id 'passage-1'\): text must be a string; got null"),
 ])
 def test_letta_wrong_types(tmp_path, payload, match):
     p = tmp_path / "a.af"
@@ -371,26 +371,26 @@ def test_letta_wrong_types(tmp_path, payload, match):
 
 @pytest.mark.parametrize("payload, match", [
     ([{"id": "p", "text": "Deploy eu-central-1"}, {"id": "p", "text": "Deploy eu-central-1 again"}],
-     r"item \[1\] \(id 'p'\): field 'id' must be unique; 'p' is also item \[0\]"),
+     r"item \[1\] \(id 'p'\): id must be unique; 'p' is also item \[0\]"),
     ([{"id": "p", "text": "x", "is_deleted": True}, {"id": "p", "text": "y"}], r"'p' is also item \[0\]"),
     ({"agents": [{"messages": [{"id": "m", "role": "user", "content": "a"}, {"id": "m", "role": "user",
                                                                           "content": "b"}]}], "blocks": []},
-     r"agents\[0\].messages\[1\]' \(id 'm'\): field 'id' must be unique; 'm' is also agents\[0\].messages\[0\]"),
+     r"agents\[0\].messages\[1\]' \(id 'm'\): id must be unique; 'm' is also agents\[0\].messages\[0\]"),
     ({"agents": [{"id": "A", "messages": [{"id": "m", "role": "user", "content": "a"}]},
                  {"id": "A", "messages": [{"id": "m", "role": "user", "content": "b"}]}], "blocks": []},
-     r"agents\[1\]' \(id 'A'\): field 'id' must be unique; 'A' is also agents\[0\]"),
+     r"agents\[1\]' \(id 'A'\): id must be unique; 'A' is also agents\[0\]"),
     ({"agents": [{"block_ids": ["b"], "messages": [{"id": "b:line1", "role": "user", "content": "y"}]}],
       "blocks": [{"id": "b", "value": "x"}]},
      r"memory id 'b:line1' is used twice: .*line 1 of block 'b'.*messages\[0\]"),
     ({"agents": [], "blocks": [{"id": "b", "value": "x"}, {"id": "b", "value": "y"}]},
-     r"blocks\[1\]' \(id 'b'\): field 'id' must be unique; 'b' is also blocks\[0\]"),
+     r"blocks\[1\]' \(id 'b'\): id must be unique; 'b' is also blocks\[0\]"),
     ({"core_memory": [{"label": "human", "value": "x"}, {"label": "human", "value": "y"}]},
-     r"core_memory\[1\]' \(label 'human'\): field 'label' must be unique; 'human' is also core_memory\[0\]"),
+     r"core_memory\[1\]' \(label 'human'\): label must be unique; 'human' is also core_memory\[0\]"),
     ({"agents": [{"block_ids": [["b"]]}], "blocks": [{"id": "b", "value": "x"}]},
-     r"agents\[0\]': field 'block_ids\[0\]' must be a string; got \[\"b\"\]"),
-    ({"agents": [{"block_ids": [{}]}], "blocks": [{"id": "b", "value": "x"}]}, r"'block_ids\[0\]' must be a string"),
+     r"agents\[0\]': block_ids\[0\] must be a string; got \[\"b\"\]"),
+    ({"agents": [{"block_ids": [{}]}], "blocks": [{"id": "b", "value": "x"}]}, r"block_ids\[0\] must be a string"),
     ({"agents": [{"in_context_message_ids": [{"a": 1}], "messages": []}]},
-     r"'in_context_message_ids\[0\]' must be a message id \(a string\)"),
+     r"in_context_message_ids\[0\] must be a message id \(a string\)"),
 ])
 def test_letta_duplicate_and_unhashable_ids_are_refused(tmp_path, payload, match):
     p = tmp_path / "dup.af"
@@ -432,7 +432,7 @@ def test_amem_sample_a_mcp_bulk():
 def test_amem_huge_numbers_are_errors_or_unknown_times(tmp_path):
     p = tmp_path / "count.json"
     p.write_text(json.dumps([{"id": "n", "content": "x", "retrieval_count": "9" * 5000}]))
-    with pytest.raises(StoreError, match=r"count.json: item \[0\] \(id 'n'\): field 'retrieval_count' must be an "
+    with pytest.raises(StoreError, match=r"count.json: item \[0\] \(id 'n'\): retrieval_count must be an "
                                          r"integer of at most 4300 digits"):
         load_amem(p)
     p.write_text('[{"id": "n", "content": "x", "timestamp": ' + "9" * 400 + "}]")
@@ -482,12 +482,12 @@ def test_amem_plain_list_and_single_note(tmp_path):
 
 
 @pytest.mark.parametrize("payload, match", [
-    ({"notes": {"n1": {"id": "n1", "content": ["x"]}}}, r"item 'n1' \(id 'n1'\): field 'content' must be a string"),
+    ({"notes": {"n1": {"id": "n1", "content": ["x"]}}}, r"item 'n1' \(id 'n1'\): content must be a string"),
     ({"notes": {"n1": {"id": "n1", "content": "x", "links": "not json"}}},
-     r"field 'links' must be a list or a JSON list inside a string"),
+     r"links must be a list or a JSON list inside a string"),
     ({"notes": {"n1": {"id": "n1", "content": "x", "retrieval_count": "many"}}},
-     r"field 'retrieval_count' must be an integer"),
-    ({"ids": ["a"], "metadatas": [], "documents": []}, r"field 'metadatas' must be a list with one entry per id"),
+     r"retrieval_count must be an integer"),
+    ({"ids": ["a"], "metadatas": [], "documents": []}, r"metadatas must be a list with one entry per id"),
     ({"ids": ["a"], "metadatas": [{"tags": "[]"}], "documents": [None]}, r"has no metadata 'content'"),
     (7, r"not an A-Mem export"),
 ])
@@ -538,3 +538,28 @@ def test_mem0_openmemory_backup_retains_deleted_and_archived():
     assert {r["id"]: r["where"] for r in e.retained} == {"om-2": "OpenMemory backup, state 'deleted'",
                                                          "om-3": "OpenMemory backup, state 'archived'"}
     assert not holds(e, PHONE) and PHONE in e.retained[0]["text"]
+
+
+# -- the one reader: what memaudit.formats refuses, every importer refuses ------------------------
+
+@pytest.mark.parametrize("loader", [load_mem0, load_letta, load_amem])
+@pytest.mark.parametrize("text, match", [
+    ('{"results": [{"id": "a", "memory": "x", "memory": "y"}]}', r"key 'memory' appears twice in one JSON object "
+                                                                  r"\(the object with id 'a'\)"),
+    ('{"results": [{"id": "a", "memory": "x", "score": NaN}]}', r"results\[0\]\['score'\] must be a finite number; "
+                                                                r"got NaN"),
+    ('{"results": ' + "[" * 150 + "]" * 150 + "}", r"nested more than 100 lists / objects deep"),
+])
+def test_every_importer_reads_through_the_one_reader(tmp_path, loader, text, match):
+    p = tmp_path / "e.json"
+    p.write_text(text)
+    with pytest.raises(StoreError, match=match) as info:
+        loader(p)
+    assert str(info.value).startswith(f"{p}: ") and "\n" not in str(info.value)
+
+
+def test_jsonl_lines_are_read_by_the_one_reader(tmp_path):
+    p = tmp_path / "m.jsonl"
+    p.write_text('{"id": "a", "content": "x"}\n{"id": "b", "content": "y", "id": "c"}\n')
+    with pytest.raises(StoreError, match=r"m.jsonl: line 2: not valid JSON: key 'id' appears twice"):
+        load_mem0(p)

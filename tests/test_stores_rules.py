@@ -111,7 +111,7 @@ def test_mem0_history_map_and_single_item_and_search(tmp_path):
     e = load_any(write(tmp_path, "h.json", hist))
     assert e.view == "rebuilt" and [i.id for i in e.items] == ["m2"] and "map" in e.shape
     hist["m2"][0]["memory_id"] = "m9"
-    with pytest.raises(StoreError, match=r"item 'm2'\[0\]: field 'memory_id' is 'm9', but the row sits under memory"):
+    with pytest.raises(StoreError, match=r"item 'm2'\[0\]: memory_id is 'm9', but the row sits under memory"):
         load_any(write(tmp_path, "h2.json", hist))
     one = load_any(write(tmp_path, "one.json", {"id": "x", "memory": "Tabs", "score": None}))
     assert (one.product, one.view, len(one.items)) == ("mem0", "partial", 1) and "get()" in one.shape
@@ -139,7 +139,7 @@ def test_qdrant_points_envelope_and_entities(tmp_path):
         "next_page_offset": None}}
     e = load_any(write(tmp_path, "q.json", doc))
     assert [i.id for i in e.items] == ["7"] and any("entities" in w for w in e.warnings)
-    with pytest.raises(StoreError, match=r"item \[0\] \(id 'x'\): field 'payload.data' \(the memory text\)"):
+    with pytest.raises(StoreError, match=r"item \[0\] \(id 'x'\): payload.data \(the memory text\)"):
         load_any(write(tmp_path, "q2.json", [{"id": "x", "payload": {"text": "no data key"}}]), product="mem0")
 
 

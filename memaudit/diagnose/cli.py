@@ -9,6 +9,8 @@ import json
 
 import click
 
+from ..clitools import safe_echo
+
 from ..harness.cli import _FORMS, _build_reader, _forms, _reader_options
 
 __all__ = ["COMMANDS", "HOOKS", "load_compiled"]
@@ -143,16 +145,16 @@ def diagnose_command(scenario, policies, budget, budget_frac, kinds, forms, read
     b = doc["budget"]
     what = f"budget {b['budget']:g} tokens" if b["budget"] is not None else f"budget {b['budget_frac']:g} x stream cost"
     n_forms = sum(any(p.question(f) is not None for p in sc.probes) for f in _forms(forms))
-    click.echo(f"scenario {sc.id}: {len(sc.exchanges)} exchanges, {len(sc.probes)} probes x "
+    safe_echo(f"scenario {sc.id}: {len(sc.exchanges)} exchanges, {len(sc.probes)} probes x "
                f"{n_forms} form(s); {what}; reader {r.name}" + (", judge command" if judge else ""))
     for line in checkpoint_lines(doc):
-        click.echo(line)
-    click.echo("")
+        safe_echo(line)
+    safe_echo("")
     for line in summary_lines(doc):
-        click.echo(line)
+        safe_echo(line)
     if paths:
-        click.echo("")
-        click.echo("wrote " + ", ".join(paths))
+        safe_echo("")
+        safe_echo("wrote " + ", ".join(paths))
 
 
 #: click commands added to the top-level ``memaudit`` group

@@ -206,14 +206,40 @@ def _json_depth(raw: bytes, yaml: bool = False) -> int:
     (a bracket inside a plain scalar counts), used only with a generous margin."""
     import numpy as np
 
-    stripped = _STRING.sub(b"", raw)
-    if yaml:
-        stripped = _SINGLE_QUOTED.sub(b"", stripped)
+    if not yaml:
+        return _parsed_json_depth(raw)
+    stripped = _SINGLE_QUOTED.sub(b"", _STRING.sub(b"", raw))
     brackets = stripped.translate(None, _NOT_BRACKETS)
     if not brackets:
         return 0
     a = np.frombuffer(brackets, dtype=np.uint8)
     return int(np.cumsum(np.where((a == 0x5B) | (a == 0x7B), 1, -1).astype(np.int32)).max())
+
+
+def _parsed_json_depth(raw: bytes) -> int:
+    """:func:`_json_depth` of JSON text that parsed, in memory linear in the number of quotes and brackets:
+    a quote after an odd run of backslashes is escaped, the others delimit strings, and a bracket with an
+    odd number of delimiting quotes before it lies inside a string (a regex substitution over the text held
+    a piece per string: +240 MiB on an 18 MiB export)."""
+    import numpy as np
+
+    a = np.frombuffer(raw, dtype=np.uint8)
+    quotes = np.flatnonzero(a == 0x22)
+    slashes = np.flatnonzero(a == 0x5C)
+    if slashes.size:
+        first = np.flatnonzero(np.diff(slashes, prepend=-2) != 1)      # where each run of backslashes starts
+        last = np.append(first[1:], slashes.size) - 1
+        escaped = slashes[last[(last - first) % 2 == 0]] + 1            # the byte after an odd run
+        quotes = np.setdiff1d(quotes, escaped, assume_unique=True)
+    opens = np.flatnonzero((a == 0x5B) | (a == 0x7B))
+    closes = np.flatnonzero((a == 0x5D) | (a == 0x7D))
+    opens = opens[np.searchsorted(quotes, opens) % 2 == 0]
+    closes = closes[np.searchsorted(quotes, closes) % 2 == 0]
+    if not opens.size:
+        return 0
+    order = np.argsort(np.concatenate([opens, closes]), kind="stable")
+    steps = np.concatenate([np.ones(opens.size, np.int32), -np.ones(closes.size, np.int32)])[order]
+    return int(np.cumsum(steps).max())
 
 
 def _limits(raw: bytes, source: str, error, max_containers: int, max_values: int) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import click
 
+from ..clitools import safe_echo
+
 __all__ = ["COMMANDS", "import_group", "locomo_group"]
 
 
@@ -63,9 +65,9 @@ def locomo_import(files, out, certify, rules, adjudication, cost_model, session_
     settings = Settings(cost_model=cost_model, session_date=session_date, facts=facts, summaries=summaries,
                         budget_frac=budget_frac)
     res = import_locomo(files, out, settings=settings, rules=names, adjudication=adjudication, certify=certify,
-                        backend={"highs": "milp-highs", "cbc": "milp-cbc"}[backend], say=click.echo)
+                        backend={"highs": "milp-highs", "cbc": "milp-cbc"}[backend], say=safe_echo)
     n_pkg = sum(len(p) for p in res.packages.values())
-    click.echo(f"wrote {n_pkg} packages and {len(res.scenarios)} scenarios for {len(res.conversations)} "
+    safe_echo(f"wrote {n_pkg} packages and {len(res.scenarios)} scenarios for {len(res.conversations)} "
                f"conversations to {out}, with manifest.json" + ("" if certify else " (not certified)"))
 
 
@@ -104,11 +106,11 @@ def recall_command(scenario, policies, budgets, token_counter):
             n_evidence = r["n_evidence"]
             table.append(((T,) if budgets else ()) + (r["policy"], r["n_evidence"], f"{r['evidence_recall']:.3f}",
                                                        f"{r['evidence_hit']:.3f}", f"{r['mean_tokens_injected']:.0f}"))
-    click.echo(f"scenario {sc.id}: {len(sc.probes)} probes, {n_evidence} with evidence")
+    safe_echo(f"scenario {sc.id}: {len(sc.probes)} probes, {n_evidence} with evidence")
     head = ("policy", "probes", "evidence recall", "any evidence", "mean injected")
     head, align = (("budget",) + head, (">", "<") + (">",) * 4) if budgets else (head, ("<",) + (">",) * 4)
     for line in table_lines(head, table, align):
-        click.echo(line)
+        safe_echo(line)
 
 
 @locomo_group.command("adjudicate")
@@ -139,7 +141,7 @@ def adjudicate_command(packages, output, judge_cmd, cache_dir, timeout):
     write_adjudication(output, rows)
     n_memories = len({r.memory for r in rows})
     n_cover = len({r.memory for r in rows if r.unit is not None})
-    click.echo(f"{len(rows)} rows for {n_memories} candidates ({n_cover} cover a unit) from "
+    safe_echo(f"{len(rows)} rows for {n_memories} candidates ({n_cover} cover a unit) from "
                f"{'judge ' + repr(judge_cmd) if judge_cmd else 'the packages own coverage'} written to {output}")
 
 

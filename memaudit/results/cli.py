@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from ..clitools import safe_echo
+
 __all__ = ["COMMANDS", "sweep", "html_command", "cache_options", "make_cache", "say_reused"]
 
 COMMANDS: list = []
@@ -37,7 +39,7 @@ def make_cache(db, no_cache: bool, package_path=None):
     except StoreError as exc:
         if db is not None:
             raise
-        click.echo(f"warning: results store unavailable, nothing is cached: {exc}", err=True)
+        safe_echo(f"warning: results store unavailable, nothing is cached: {exc}", err=True)
         return ResultsCache(MemoryStore(), use_cache=not no_cache, package_path=package_path)
 
 
@@ -47,7 +49,7 @@ def say_reused(cache, quiet: bool = False) -> None:
     if quiet:
         return
     for r in cache.reused:
-        click.echo(f"note: certified OPT of {r['package']} at budget {r['budget']:g} ({r['method']} + "
+        safe_echo(f"note: certified OPT of {r['package']} at budget {r['budget']:g} ({r['method']} + "
                    f"{r['backend'] or 'no back-end'}) reused from the results store "
                    f"{getattr(cache.store, 'path', '(memory)')}; --no-cache re-solves", err=True)
 
@@ -129,13 +131,13 @@ def sweep(packages, budget_fracs, methods, db, workers, scheduler, backend, time
         path = store.path
     finally:
         store.close()
-    click.echo(f"sweep: {len(rep.cells)} cells ({len(paths)} packages x {len(parse_fractions(budget_fracs))} budgets x "
+    safe_echo(f"sweep: {len(rep.cells)} cells ({len(paths)} packages x {len(parse_fractions(budget_fracs))} budgets x "
                f"(OPT + {len(names)} methods)): {rep.reused} reused, {rep.computed} computed, {len(rep.failed)} "
                f"failed; {rep.mode}; {rep.wall_time:.3g} s; store {path}")
     for c in rep.failed:
-        click.echo(f"  failed: {c.package} budget {c.budget_frac:g} {c.method}: {c.error}")
+        safe_echo(f"  failed: {c.package} budget {c.budget_frac:g} {c.method}: {c.error}")
     if out is not None:
-        click.echo(f"rows written to {out}")
+        safe_echo(f"rows written to {out}")
     click.get_current_context().exit(3 if rep.failed else 0)
 
 
@@ -157,4 +159,4 @@ def html_command(db, out, title):
     if not path.exists():
         raise MemauditError(f"{path}: no results store there; run 'memaudit sweep' or pass --db PATH")
     write_html(path, out, title=title)
-    click.echo(f"report written to {out}")
+    safe_echo(f"report written to {out}")

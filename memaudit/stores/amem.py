@@ -90,28 +90,28 @@ def amem_from_data(data, path: str = "<amem>") -> Export:
             raise StoreError(f"{at}: a note must be an object (JSON {{...}}); got {type(note).__name__}")
         nid = note.get("id", key)
         if not isinstance(nid, (str, int)) or isinstance(nid, bool):
-            raise StoreError(f"{at}: field 'id' must be a string; got {nid!r}")
+            raise StoreError(f"{at}: id must be a string; got {nid!r}")
         nid = str(nid)
         claim_unique(seen, "id", nid, at, where(path, key))
         content = note.get("content")
         if isinstance(content, (int, float)) and not isinstance(content, bool):
             content = str(content)  # a-mem read-back turns all-digit strings into numbers
         if not isinstance(content, str):
-            raise StoreError(f"{at}: field 'content' must be a string; got {json.dumps(content)[:60]}")
+            raise StoreError(f"{at}: content must be a string; got {json.dumps(content)[:60]}")
         fields = {k: _as_list(note.get(k), at, k) for k in _LIST_FIELDS}
         context = note.get("context")
         if context is not None and not isinstance(context, (str, int, float)):
-            raise StoreError(f"{at}: field 'context' must be a string; got {json.dumps(context)[:60]}")
+            raise StoreError(f"{at}: context must be a string; got {json.dumps(context)[:60]}")
         count = note.get("retrieval_count")
         if isinstance(count, str) and count.strip().lstrip("-").isdigit():
             try:
                 count = int(count)
             except ValueError:  # more digits than Python converts
-                raise StoreError(f"{at}: field 'retrieval_count' must be an integer of at most "
+                raise StoreError(f"{at}: retrieval_count must be an integer of at most "
                                  f"{sys.get_int_max_str_digits()} digits; got a string of {len(count.strip())} "
                                  "characters") from None
         if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
-            raise StoreError(f"{at}: field 'retrieval_count' must be an integer; got {count!r}")
+            raise StoreError(f"{at}: retrieval_count must be an integer; got {count!r}")
         raw_time = note.get("timestamp")
         time = parse_time(raw_time)
         if raw_time is not None and time is None:
@@ -155,10 +155,10 @@ def _as_list(v, at: str, key: str) -> list:
         try:
             v = json.loads(s)
         except ValueError:
-            raise StoreError(f"{at}: field {key!r} must be a list or a JSON list inside a string; got {s[:60]!r}") \
+            raise StoreError(f"{at}: {key} must be a list or a JSON list inside a string; got {s[:60]!r}") \
                 from None
     if not isinstance(v, list):
-        raise StoreError(f"{at}: field {key!r} must be a list; got {json.dumps(v)[:60]}")
+        raise StoreError(f"{at}: {key} must be a list; got {json.dumps(v)[:60]}")
     return v
 
 
@@ -179,19 +179,19 @@ def _chroma_notes(data: dict, path: str) -> list:
     docs = data.get("documents")
     top = f"{path}: top level"
     if not isinstance(metas, list) or len(metas) != len(ids):
-        raise StoreError(f"{top}: field 'metadatas' must be a list with one entry per id ({len(ids)}); got "
+        raise StoreError(f"{top}: metadatas must be a list with one entry per id ({len(ids)}); got "
                          f"{type(metas).__name__ if not isinstance(metas, list) else len(metas)}")
     if docs is not None and (not isinstance(docs, list) or len(docs) != len(ids)):
-        raise StoreError(f"{top}: field 'documents' must be null or a list with one entry per id ({len(ids)})")
+        raise StoreError(f"{top}: documents must be null or a list with one entry per id ({len(ids)})")
     notes = []
     for i, (nid, meta) in enumerate(zip(ids, metas)):
         at = f"{path}: item [{i}] (id {nid!r})"
         if not isinstance(nid, str):
-            raise StoreError(f"{path}: field 'ids[{i}]' must be a string; got {nid!r}")
+            raise StoreError(f"{path}: ids[{i}] must be a string; got {nid!r}")
         if meta is None:
             meta = {}
         if not isinstance(meta, dict):
-            raise StoreError(f"{at}: field 'metadatas[{i}]' must be an object; got {type(meta).__name__}")
+            raise StoreError(f"{at}: metadatas[{i}] must be an object; got {type(meta).__name__}")
         note = dict(meta)
         note["id"] = nid
         if "content" not in note:

@@ -11,7 +11,7 @@ import json
 
 import click
 
-from ..clitools import budget_options, check_budget_flags, num, same_file, table_lines
+from ..clitools import budget_options, check_budget_flags, num, safe_echo, same_file, table_lines
 
 __all__ = ["COMMANDS"]
 
@@ -85,13 +85,13 @@ def union_command(package, export, output, product, adjudication, max_bytes, no_
     union = build_union(pkg, exp, rows, sources=sources)
     save_package(union.package, output)
     covering = len({r.memory for r in rows if r.unit is not None and r.coverage > 0})
-    click.echo(f"{exp.shape}: {len(exp.items)} memories ({covering} cover a unit)")
+    safe_echo(f"{exp.shape}: {len(exp.items)} memories ({covering} cover a unit)")
     for w in exp.warnings:
-        click.echo(f"warning: {w}", err=True)
+        safe_echo(f"warning: {w}", err=True)
     if not exp.scores_store:
-        click.echo(f"warning: {export} is a partial view of the store: a score of this union describes only the "
+        safe_echo(f"warning: {export} is a partial view of the store: a score of this union describes only the "
                    f"{len(exp.items)} memories it shows, not the store", err=True)
-    click.echo(f"union package {union.package.id} written to {output}: {len(union.package.candidates)} candidates "
+    safe_echo(f"union package {union.package.id} written to {output}: {len(union.package.candidates)} candidates "
                f"({len(exp.items)} external), {len(union.package.experiences)} experiences")
 
 
@@ -100,7 +100,7 @@ def _pct(x: float) -> str:
 
 
 def _print_audit(r):
-    echo = click.echo
+    echo = safe_echo
     echo(f"audit of {r.product} export {r.export_path} ({r.shape})")
     if not r.scored:
         echo(f"package {r.package_id}: a partial view of the store ({r.n_items} memories); coverage from "
@@ -115,7 +115,7 @@ def _print_audit(r):
 
 
 def _print_ratios(r):
-    echo = click.echo
+    echo = safe_echo
     echo(f"package {r.package_id}, budget {num(r.budget)} ({r.cost_model}), OPT(union, B) = {num(r.opt)} "
          f"[{r.opt_status}]")
     echo(f"{r.n_items} memories, full store cost {num(r.store_cost)}, value {num(r.store_value)}; coverage from "
@@ -132,7 +132,7 @@ def _print_ratios(r):
 
 
 def _print_findings(r):
-    echo = click.echo
+    echo = safe_echo
     if not r.checked_leaks:
         echo("leaks / stale: not checked (the package has no meta.store_audit)")
     else:
@@ -143,8 +143,9 @@ def _print_findings(r):
             echo(f"deleted values kept outside the served store: {len(r.retained_leaks)}")
             for leak in r.retained_leaks:
                 echo(f"  {leak['attribute']}: {leak['memory']} ({leak['where']})")
-        echo(f"stale (superseded value held, current one not): {len(r.stale)}"
-             + "".join(f"\n  {s['attribute']}: {', '.join(s['memories'])}" for s in r.stale))
+        echo(f"stale (superseded value held, current one not): {len(r.stale)}")
+        for s in r.stale:
+            echo(f"  {s['attribute']}: {', '.join(s['memories'])}")
         echo(f"conflicts (superseded value stated as current beside the current one): "
              f"{', '.join(c['attribute'] for c in r.conflicts) or 'none'}")
     if r.uncovered:
@@ -214,7 +215,7 @@ def audit_command(package, export, product, mem0_file, letta_file, amem_file, ad
     else:
         _print_audit(report)
         if union_output is not None:
-            click.echo(f"union package written to {union_output}")
+            safe_echo(f"union package written to {union_output}")
 
 
 @click.command("adjudicate")
@@ -267,14 +268,14 @@ def adjudicate_command(package, export, output, product, judge_cmd, cache_dir, t
         rows.sort(key=lambda r: order[r.memory])
     write_adjudication(output, rows)
     n_cover = len({r.memory for r in rows if r.unit is not None})
-    click.echo(f"{len(rows)} rows for {len(exp.items) - len(failed)} memories ({n_cover} cover a unit) from "
+    safe_echo(f"{len(rows)} rows for {len(exp.items) - len(failed)} memories ({n_cover} cover a unit) from "
                f"{'judge ' + repr(judge_cmd) if judge_cmd else 'the matcher'} written to {output}")
     if failed:
-        click.echo(f"warning: the judge's answer was unusable for {len(failed)} memor"
+        safe_echo(f"warning: the judge's answer was unusable for {len(failed)} memor"
                    f"{'y' if len(failed) == 1 else 'ies'} (left out of the file, so the matcher decides them):",
                    err=True)
         for f in failed:
-            click.echo(f"  {f['reason']}", err=True)
+            safe_echo(f"  {f['reason']}", err=True)
 
 
 #: click commands / groups added to the top-level ``memaudit`` group

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import MemauditError
+from ..formats.translate import show as _show
 
 __all__ = ["StoreError", "MemoryItem", "Export", "DEFAULT_MAX_BYTES", "VIEWS", "parse_time",
            "time_key", "expect", "where", "claim_unique", "PRODUCTS", "ranked_newest_first", "with_rank"]
@@ -121,11 +121,6 @@ _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a b
                dict: "an object (JSON {...})", type(None): "null"}
 
 
-def _show(v) -> str:
-    s = json.dumps(v, ensure_ascii=False, default=repr) if not isinstance(v, str) else repr(v)
-    return s if len(s) <= 60 else s[:57] + "..."
-
-
 def claim_unique(seen: dict, field: str, value, at: str, place: str) -> None:
     """Record that ``value`` of ``field`` was seen at ``place``; a second sighting is a StoreError
     at ``at`` that names the first place.
@@ -137,10 +132,10 @@ def claim_unique(seen: dict, field: str, value, at: str, place: str) -> None:
     >>> claim_unique(seen, "id", "a", "f.json: item [1]", "item [1]")
     Traceback (most recent call last):
     ...
-    memaudit.stores.export.StoreError: f.json: item [1]: field 'id' must be unique; 'a' is also item [0]
+    memaudit.stores.export.StoreError: f.json: item [1]: id must be unique; 'a' is also item [0]
     """
     if value in seen:
-        raise StoreError(f"{at}: field {field!r} must be unique; {value!r} is also {seen[value]}")
+        raise StoreError(f"{at}: {field} must be unique; {value!r} is also {seen[value]}")
     seen[value] = place
 
 
@@ -168,18 +163,18 @@ def expect(obj: dict, key: str, types, at: str, *, required: bool = False, defau
     >>> expect({"memory": 5}, "memory", str, "f: item [0]")
     Traceback (most recent call last):
     ...
-    memaudit.stores.export.StoreError: f: item [0]: field 'memory' must be a string; got 5
+    memaudit.stores.export.StoreError: f: item [0]: memory must be a string; got 5
     """
     if key not in obj:
         if required:
-            raise StoreError(f"{at}: field {key!r} is required")
+            raise StoreError(f"{at}: {key} is required")
         return default
     v = obj[key]
     types = types if isinstance(types, tuple) else (types,)
     ok = isinstance(v, types) and not (isinstance(v, bool) and bool not in types)
     if not ok:
         names = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
-        raise StoreError(f"{at}: field {key!r} must be {names}; got {_show(v)}")
+        raise StoreError(f"{at}: {key} must be {names}; got {_show(v)}")
     return v
 
 

@@ -111,13 +111,13 @@ def _parts(msg: dict, at: str) -> list[str]:
     elif isinstance(content, list):
         for j, part in enumerate(content):
             if not isinstance(part, dict):
-                raise StoreError(f"{at}: field 'content[{j}]' must be an object (JSON {{...}}); got "
+                raise StoreError(f"{at}: content[{j}] must be an object (JSON {{...}}); got "
                                  f"{type(part).__name__}")
             text = expect(part, "text", (str, type(None)), f"{at}.content[{j}]")
             if text:
                 parts.append(text)
     elif content is not None:
-        raise StoreError(f"{at}: field 'content' must be a list of parts or a string; got {type(content).__name__}")
+        raise StoreError(f"{at}: content must be a list of parts or a string; got {type(content).__name__}")
     return parts
 
 
@@ -142,11 +142,11 @@ def _tool_calls(msg: dict, at: str) -> list[str]:
     out = []
     calls = msg.get("tool_calls") or []
     if not isinstance(calls, list):
-        raise StoreError(f"{at}: field 'tool_calls' must be a list; got {type(calls).__name__}")
+        raise StoreError(f"{at}: tool_calls must be a list; got {type(calls).__name__}")
     for j, call in enumerate(calls):
         fn = call.get("function") if isinstance(call, dict) else None
         if not isinstance(fn, dict):
-            raise StoreError(f"{at}: field 'tool_calls[{j}].function' must be an object; got {fn!r}"[:300])
+            raise StoreError(f"{at}: tool_calls[{j}].function must be an object; got {fn!r}"[:300])
         name = fn.get("name")
         args = fn.get("arguments")
         decoded = _decode(args) if isinstance(args, str) else (args if isinstance(args, dict) else None)
@@ -254,7 +254,7 @@ def _agent_file_v2(data: dict, path: str, include_messages: bool) -> Export:
             claim_unique(agent_at, "id", aid, at_agent, f"agents[{a}]")
         for j, bid in enumerate(expect(agent, "block_ids", list, at_agent, default=[])):
             if not isinstance(bid, str):
-                raise StoreError(f"{at_agent}: field 'block_ids[{j}]' must be a string; got "
+                raise StoreError(f"{at_agent}: block_ids[{j}] must be a string; got "
                                  f"{json.dumps(bid, default=repr)[:60]}")
             if bid not in block_by_id:
                 warnings.append(f"{at_agent}: block_ids[{j}] {bid!r} names no block of the file; skipped")
@@ -266,7 +266,7 @@ def _agent_file_v2(data: dict, path: str, include_messages: bool) -> Export:
         in_context_ids = expect(agent, "in_context_message_ids", (list, type(None)), at_agent) or []
         for j, k in enumerate(in_context_ids):
             if not isinstance(k, str):
-                raise StoreError(f"{at_agent}: field 'in_context_message_ids[{j}]' must be a message id (a string); "
+                raise StoreError(f"{at_agent}: in_context_message_ids[{j}] must be a message id (a string); "
                                  f"got {json.dumps(k, default=repr)[:60]}")
         in_context = set(in_context_ids)
         message_at: dict[str, str] = {}
@@ -318,7 +318,7 @@ def _agent_file_v1(data: dict, path: str, include_messages: bool) -> Export:
         keep = set(range(len(msgs))) if in_context is None else set()
         for j, k in enumerate(in_context or []):
             if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < len(msgs):
-                raise StoreError(f"{top}: field 'in_context_message_indices[{j}]' must be an index into messages "
+                raise StoreError(f"{top}: in_context_message_indices[{j}] must be an index into messages "
                                  f"(0..{len(msgs) - 1}); got {k!r}")
             keep.add(k)
         served = []

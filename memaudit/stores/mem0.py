@@ -152,7 +152,7 @@ def mem0_from_data(data, path: str = "<mem0>", *, as_of=None, container: str = "
         for mid, hist in data.items():
             for j, r in enumerate(hist):
                 if "memory_id" in r and r["memory_id"] != mid:
-                    raise StoreError(f"{path}: item {mid!r}[{j}]: field 'memory_id' is {r['memory_id']!r}, but the row "
+                    raise StoreError(f"{path}: item {mid!r}[{j}]: memory_id is {r['memory_id']!r}, but the row "
                                      f"sits under memory {mid!r}")
                 rows.append({**r, "memory_id": mid})
         return _from_history(rows, path, "mem0 {memory_id: history() rows} map" + sfx)
@@ -172,7 +172,7 @@ def _expiry(row: dict, payload: dict | None, at: str):
     if exp is None and isinstance(payload, dict):
         exp = payload.get("expiration_date")
     if exp is not None and not isinstance(exp, str):
-        raise StoreError(f"{at}: field 'expiration_date' must be a date string (YYYY-MM-DD) or null; got {exp!r}")
+        raise StoreError(f"{at}: expiration_date must be a date string (YYYY-MM-DD) or null; got {exp!r}")
     return exp
 
 
@@ -281,7 +281,7 @@ def _from_qdrant(rows: list, path: str, shape: str, as_of: dt.date | None) -> Ex
             continue
         at = where(path, i, row)
         if not isinstance(payload.get("data"), str):
-            raise StoreError(f"{at}: field 'payload.data' (the memory text) must be a string; got "
+            raise StoreError(f"{at}: payload.data (the memory text) must be a string; got "
                              f"{type(payload.get('data')).__name__}")
         flat.append({**{k: v for k, v in payload.items() if k != "data"}, "id": str(rec.id), "memory": payload["data"],
                      "metadata": None})
@@ -305,7 +305,7 @@ def _from_add(rows: list, path: str, shape: str) -> Export:
         text = expect(row, "memory", str, at, required=True)
         event = expect(row, "event", (str, type(None)), at) or "ADD"
         if event not in _EVENT_RANK:
-            raise StoreError(f"{at}: field 'event' must be one of {', '.join(_EVENT_RANK)}; got {event!r}")
+            raise StoreError(f"{at}: event must be one of {', '.join(_EVENT_RANK)}; got {event!r}")
         previous = expect(row, "previous_memory", (str, type(None)), at)
         if previous:
             retained.append({"id": f"{mid}@previous", "text": previous, "where": "add() UPDATE previous_memory"})
@@ -355,7 +355,7 @@ def _from_history(rows: list, path: str, shape: str) -> Export:
             rid = row.id if row.id is not None else i
             if row.event in ("ADD", "UPDATE"):
                 if row.new_memory is None:
-                    raise StoreError(f"{at}: field 'new_memory' must be a string on an {row.event} row; got null")
+                    raise StoreError(f"{at}: new_memory must be a string on an {row.event} row; got null")
                 if row.event == "UPDATE" and row.old_memory:
                     retained.append({"id": f"{mid}@{rid}", "text": row.old_memory, "where": "history (UPDATE old_memory)"})
                 raw_time = row.updated_at if row.updated_at is not None else row.created_at

@@ -3,16 +3,18 @@
 Each model states the fields memaudit reads (unknown fields are allowed and kept, since every
 product version adds some) and names, in its docstring, the product versions whose own code was
 run to write such rows (docs/audit.md lists products x versions x shapes).  :func:`check_row` validates one row and turns the first validation error into
-the importers' one-line message: ``FILE: item [3] (id 'x'): field 'memory' must be a string; got 5``.
+the importers' one-line message: ``FILE: item [3] (id 'x'): memory must be a string; got 5``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union, get_args
+from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .export import StoreError, _show
+from ..formats.exports import row_problem
+from ..formats.translate import json_kind
+from .export import StoreError
 
 __all__ = ["Mem0Item", "Mem0HistoryRow", "QdrantRecord", "OpenMemoryMemory", "OpenMemoryLine", "OpenMemoryListItem",
            "LettaToolReturn", "AMemSearchResult", "check_row", "MODELS"]
@@ -154,12 +156,9 @@ class AMemSearchResult(_Row):
 MODELS = {m.__name__: m for m in (Mem0Item, Mem0HistoryRow, QdrantRecord, OpenMemoryMemory, OpenMemoryLine,
                                   OpenMemoryListItem, LettaToolReturn, AMemSearchResult)}
 
-_EXPECTED = {"string_type": "a string", "int_type": "an integer", "float_type": "a number", "bool_type": "a boolean",
-             "dict_type": "an object (JSON {...})", "list_type": "a list (JSON array)", "none_required": "null"}
-
-
 def check_row(model: type[BaseModel], row, at: str):
-    """``row`` validated as ``model``; a bad row is a :class:`StoreError` naming ``at`` and the field.
+    """``row`` validated as ``model``; a bad row is a :class:`StoreError` naming ``at`` and the field, in the
+    grammar of the one error translator (:func:`memaudit.formats.exports.row_problem`).
 
     Examples
     --------
@@ -168,33 +167,15 @@ def check_row(model: type[BaseModel], row, at: str):
     >>> check_row(Mem0HistoryRow, {"memory_id": "m", "event": "MOVE"}, "h.json: item [1]")
     Traceback (most recent call last):
     ...
-    memaudit.stores.export.StoreError: h.json: item [1]: field 'event' must be one of ADD, UPDATE, DELETE, NONE; got 'MOVE'
+    memaudit.stores.export.StoreError: h.json: item [1]: event must be one of 'ADD', 'UPDATE', 'DELETE' or 'NONE'; got 'MOVE'
     >>> check_row(Mem0Item, {"id": "a", "memory": 5}, "m.json: item [0]")
     Traceback (most recent call last):
     ...
-    memaudit.stores.export.StoreError: m.json: item [0]: field 'memory' must be a string; got 5
+    memaudit.stores.export.StoreError: m.json: item [0]: memory must be a string; got 5
     """
     if not isinstance(row, dict):
-        raise StoreError(f"{at}: must be an object (JSON {{...}}); got {type(row).__name__}")
+        raise StoreError(f"{at}: must be an object (JSON {{...}}); got {json_kind(row)}")
     try:
         return model.model_validate(row)
     except ValidationError as exc:
-        errors = exc.errors(include_url=False)
-        field = next((e["loc"][0] for e in errors if e["loc"]), None)
-        mine = [e for e in errors if e["loc"] and e["loc"][0] == field]
-        if any(e["type"] == "missing" for e in mine):
-            raise StoreError(f"{at}: field {field!r} is required") from None
-        lit = next((e for e in mine if e["type"] == "literal_error"), None)
-        if lit is not None:
-            choices = lit["ctx"]["expected"].replace(" or ", ", ").replace("'", "")
-            raise StoreError(f"{at}: field {field!r} must be one of {choices}; got {_show(row.get(field))}") from None
-        names = []
-        for e in mine:
-            name = _EXPECTED.get(e["type"])
-            if name and name not in names and name != "null":
-                names.append(name)
-        info = model.model_fields.get(field) if isinstance(field, str) else None
-        if info is not None and type(None) in get_args(info.annotation):
-            names.append("null")
-        kinds = " or ".join(names) or "a valid value"
-        raise StoreError(f"{at}: field {field!r} must be {kinds}; got {_show(row.get(field))}") from None
+        raise StoreError(f"{at}: {row_problem(exc, row, model)}") from None

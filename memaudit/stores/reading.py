@@ -1,8 +1,11 @@
-"""The one place stores/ reads export files: plain JSON, JSON Lines, gzip and zip, with size limits on the unpacked bytes.
+"""The containers of export files: plain JSON, JSON Lines, gzip and zip, with size limits on the unpacked bytes.
 
 Every importer gets its parsed data from :func:`read_document`; nothing else in ``stores/``
-opens an export file (adjudication files come through :func:`read_json_file`).  Pickles are
-refused, never unpickled.
+opens an export file (adjudication files come through :func:`read_json_file`).  The bytes are read
+and the JSON parsed by the one reader, :mod:`memaudit.formats` (through :mod:`memaudit.formats.exports`):
+devices refused, pipes bounded, duplicate keys, NaN literals, deep nesting and huge integers refused.
+What is left here is what only exports have: gzip and zip members (bounded unpacked size), JSON Lines,
+a JSON string holding JSON, lone surrogates.  Pickles are refused, never unpickled.
 """
 
 from __future__ import annotations
@@ -12,12 +15,12 @@ import io
 import json
 import os
 import re
-import sys
 import zipfile
 import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from ..formats.exports import parse_export_json, read_export_bytes
 from .export import DEFAULT_MAX_BYTES, StoreError
 
 __all__ = ["Document", "read_document", "read_json_file", "JsonLines"]
@@ -47,23 +50,8 @@ def _limit_text(max_bytes, product: str) -> str:
 
 
 def _read_bytes(path: str, max_bytes, product: str) -> bytes:
-    limit = _limit_text(max_bytes, product)
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if max_bytes is not None and size > max_bytes:
-                raise StoreError(f"{path}: the file is {size} bytes, {limit}")
-            # never trust the size alone (0 for pipes and devices): read at most one byte past the limit
-            raw = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
-            if max_bytes is not None and len(raw) > max_bytes:
-                raise StoreError(f"{path}: the file holds more than {max_bytes} bytes, {limit}")
-    except FileNotFoundError:
-        raise StoreError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise StoreError(f"{path}: is a directory, not an export file") from None
-    except OSError as exc:
-        raise StoreError(f"{path}: cannot read the file: {exc.strerror or exc}") from None
-    return raw
+    return read_export_bytes(path, what=f"{product} export", max_bytes=max_bytes, error=StoreError,
+                             hint=f" for {product} exports; raise the limit with --max-bytes N if this file is genuine")
 
 
 def _bounded(stream, max_bytes, what: str, product: str) -> bytes:
@@ -136,23 +124,29 @@ def read_document(path, *, max_bytes: int | None = DEFAULT_MAX_BYTES, product: s
         container, name = "gzip", path[:-3] if path.lower().endswith(".gz") else path
     elif _looks_like_pickle(path, raw):
         raise StoreError(_PICKLE_HELP.format(path=path, name=os.path.basename(path)))
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        raise StoreError(f"{path}: not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start} (line {line}) "
-                         f"cannot be decoded ({exc.reason}); export the store as UTF-8 JSON") from None
     where = path if not container else f"{path} ({container})"
-    if name.lower().endswith(_JSONL_SUFFIXES) or _is_json_lines(text):
-        data = _json_lines(text, where)
+    what = f"{product} export"
+    if name.lower().endswith(_JSONL_SUFFIXES):
+        data = _json_lines(raw, where, what, max_bytes)
         container = ", ".join(c for c in (container, "JSON Lines") if c)
     else:
-        data = _loads(text, where)
+        try:
+            data = parse_export_json(raw, where, what=what, max_bytes=max_bytes, error=StoreError)
+        except StoreError as exc:
+            if not _looks_like_json_lines(raw):
+                if _truncated(raw):
+                    raise StoreError(str(exc).replace(": not valid JSON: ", ": not valid JSON (the file looks "
+                                                      "truncated): ", 1)) from None
+                raise
+            data = _json_lines(raw, where, what, max_bytes)
+            container = ", ".join(c for c in (container, "JSON Lines") if c)
         if isinstance(data, str):
             stripped = data.strip()
             if stripped[:1] in ("{", "["):
-                data = _loads(stripped, where + " (the JSON string inside the file)")
-    if _ESCAPED_SURROGATE.search(text):
+                data = parse_export_json(stripped.encode("utf-8", "surrogatepass"),
+                                         where + " (the JSON string inside the file)", what=what,
+                                         max_bytes=max_bytes, error=StoreError)
+    if _ESCAPED_SURROGATE.search(raw):
         _refuse_lone_surrogates(data, where)
     return Document(data, container)
 
@@ -162,24 +156,34 @@ def read_json_file(path, *, max_bytes: int | None = DEFAULT_MAX_BYTES, product: 
     return read_document(path, max_bytes=max_bytes, product=product).data
 
 
-def _is_json_lines(text: str) -> bool:
-    """Two or more lines that each start a JSON object, and the whole is not one JSON value."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if len(lines) < 2 or not all(ln.lstrip().startswith("{") and ln.rstrip().endswith("}") for ln in lines[:2]):
-        return False
+def _truncated(raw: bytes) -> bool:
+    """Whether JSON the reader refused ends before its first syntax error (only called on that failure)."""
     try:
-        json.loads(text)
-    except ValueError:
-        return True
+        json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return exc.pos >= len(exc.doc.rstrip()) - 1
+    except (ValueError, RecursionError):
+        return False
     return False
 
 
-def _json_lines(text: str, where: str) -> JsonLines:
+def _looks_like_json_lines(raw: bytes) -> bool:
+    """The first two non-empty lines each hold one JSON object (the whole, already, is not one JSON value)."""
+    lines = []
+    for line in raw.splitlines():
+        if line.strip():
+            lines.append(line.strip().removeprefix(b"\xef\xbb\xbf"))
+            if len(lines) == 2:
+                break
+    return len(lines) == 2 and all(ln.startswith(b"{") and ln.endswith(b"}") for ln in lines)
+
+
+def _json_lines(raw: bytes, where: str, what: str, max_bytes) -> JsonLines:
     rows = JsonLines()
-    for n, line in enumerate(text.splitlines(), start=1):
+    for n, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
-        rows.append(_loads(line, f"{where}: line {n}"))
+        rows.append(parse_export_json(line, f"{where}: line {n}", what=what, max_bytes=max_bytes, error=StoreError))
     if not rows:
         raise StoreError(f"{where}: the file is empty; expected one JSON object per line")
     return rows
@@ -201,7 +205,7 @@ _PICKLE_HELP = ("{path}: this looks like a Python pickle (e.g. the A-Mem paper c
                 "open(sys.argv[2], 'w'), default=str)\" {name} notes.json  and audit notes.json")
 
 
-_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -230,21 +234,3 @@ def _refuse_lone_surrogates(data, path: str) -> None:
                 stack.append((v, f"{at}.{k}"))
         elif isinstance(value, list):
             stack.extend((v, f"{at}[{i}]") for i, v in enumerate(value))
-
-
-def _loads(text: str, source: str):
-    if not text.strip():
-        raise StoreError(f"{source}: the file is empty; expected a JSON export")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        hint = " (the file looks truncated)" if exc.pos >= len(text.rstrip()) - 1 else ""
-        raise StoreError(f"{source}: not valid JSON{hint}: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except ValueError as exc:  # an integer literal longer than Python's int conversion limit
-        raise StoreError(f"{source}: not valid JSON: a number has more than {sys.get_int_max_str_digits()} digits "
-                         f"({exc})") from None
-    except RecursionError:
-        raise StoreError(f"{source}: JSON nested too deeply to be an export") from None
-
-
-
