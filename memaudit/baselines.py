@@ -18,12 +18,14 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from memaudit_solvers.registry import method_settings as registered_settings
+
 from .errors import MethodError
 from .package import Package, resolve_budget, stream_cost
-from .solve import fully_covered, method_time_limit, resolve_method, run_solver, solve_package
+from .solve import checked_settings, fully_covered, method_time_limit, resolve_method, run_solver, solve_package
 
 __all__ = ["DEFAULT_METHODS", "MethodScore", "BaselineReport", "score_methods", "compare", "parse_methods",
-           "method_settings"]
+           "method_settings", "check_method_settings"]
 
 #: what ``memaudit baseline`` and ``memaudit compare`` run when no --method is given
 DEFAULT_METHODS = ("density", "density-global", "greedy", "gvt", "gvt-geometric", "gvt-upgrade", "random", "fifo",
@@ -99,22 +101,32 @@ def parse_methods(text) -> list[str]:
     return out
 
 
-def method_settings(name: str, *, seed: int = 0, gvt_eps: float | None = None, gvt_floor: float | None = None,
-                    pick: str | None = None) -> dict:
-    """The settings a baseline takes from the command-line options (others are ignored).
+#: old keyword names of :func:`method_settings` (the command line's ``--gvt-eps`` / ``--gvt-floor``)
+_OLD_NAMES = {"gvt_eps": "eps", "gvt_floor": "floor"}
+
+
+def method_settings(name: str, *, seed: int = 0, **values) -> dict:
+    """The settings method ``name`` declares, taken from ``values`` (one value per setting name, for
+    every method at once; None = not given; names a method does not declare are ignored).
+
+    ``seed`` defaults to 0 so the random baseline's key names its seed; ``gvt_eps`` / ``gvt_floor``
+    are accepted for ``eps`` / ``floor``.
 
     Examples
     --------
-    >>> method_settings("random", seed=3), method_settings("gvt-geometric", gvt_eps=0.05), method_settings("gvt", gvt_eps=0.05)
+    >>> method_settings("random", seed=3), method_settings("gvt-geometric", gvt_eps=0.05), method_settings("gvt", eps=0.05)
     ({'seed': 3}, {'eps': 0.05}, {})
     """
-    if name == "random":
-        return {"seed": int(seed)}
-    if name in ("gvt-geometric", "gvt-upgrade"):
-        return {k: v for k, v in (("eps", gvt_eps), ("floor", gvt_floor)) if v is not None}
-    if name in ("fifo", "recency") and pick is not None:
-        return {"pick": pick}
-    return {}
+    values = {_OLD_NAMES.get(k, k): v for k, v in dict(values, seed=seed).items()}
+    declared = registered_settings(resolve_method(name))
+    return {s.name: values[s.name] for s in declared if values.get(s.name) is not None}
+
+
+def check_method_settings(names, settings) -> dict:
+    """``{method: checked settings}`` for every method of ``names`` (the one message template);
+    settings for a method not in ``names`` are ignored."""
+    settings = settings or {}
+    return {name: checked_settings(resolve_method(name), dict(settings.get(name) or {})) for name in names}
 
 
 def _score(pkg: Package, compiled, result, opt: float) -> MethodScore:
@@ -160,7 +172,7 @@ def score_methods(pkg: Package, *, budget=None, budget_frac=None, methods=DEFAUL
     (True, 10.0, [('density', True), ('gvt', True)])
     """
     names = parse_methods(methods)
-    settings = settings or {}
+    settings = check_method_settings(names, settings)
     time_limit = method_time_limit(time_limit)
     b = resolve_budget(pkg, budget=budget, budget_frac=budget_frac)
     say = progress or (lambda line: None)

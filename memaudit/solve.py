@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import inspect
 import math
-import numbers
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -14,14 +12,15 @@ import numpy as np
 from memaudit_solvers import BackendUnavailable, Declined, Problem, ProblemError, Result, SolverError
 from memaudit_solvers.certify import CERT_RTOL, Certification, compare_results, run_rescaled
 from memaudit_solvers.objective import coverage_sums, h_values, is_feasible
-from memaudit_solvers.registry import BACKENDS, get_method, method_names
+from memaudit_solvers.registry import (BACKENDS, PROGRESS_METHODS, TIME_LIMIT, check_settings, get_method, method_names,
+                                       method_owner, method_settings, stamp_result)
 
 from .errors import MemauditError, MethodError
 from .package import CANDIDATE_KINDS, Compiled, Package, candidate_costs, compile_package
 
 __all__ = ["SolveReport", "solve_package", "store_rows", "uncovered_units", "resolve_method",
            "resolve_backend", "BACKEND_ALIASES", "BackendUnavailableError", "BackendDeclinedError",
-           "method_time_limit", "takes_time_limit", "run_solver", "declined_message"]
+           "method_time_limit", "takes_time_limit", "run_solver", "declined_message", "checked_settings"]
 
 #: short names accepted for the certifying back-ends (``none`` = do not certify)
 BACKEND_ALIASES = {"highs": "milp-highs", "cbc": "milp-cbc", "cpsat": "cpsat", "scip": "milp-scip", "none": None}
@@ -105,19 +104,28 @@ def resolve_backend(name: str | None, method: str | None = None) -> str | None:
     raise MethodError(f"unknown back-end {name!r}; valid back-ends: {_valid_backends()}, auto")
 
 
-def method_time_limit(time_limit) -> float | None:
-    """Validate a time limit in seconds (None = no limit)."""
-    if time_limit is None:
-        return None
-    if (isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real) or math.isnan(time_limit)
-            or not time_limit > 0):
-        raise MethodError(f"the time limit must be a number of seconds > 0; got {time_limit!r}")
-    return None if math.isinf(time_limit) else float(time_limit)
+def method_time_limit(time_limit, owner: str = "solve") -> float | None:
+    """Validate a time limit in seconds with the declared ``time_limit`` setting (None or infinity: no limit).
+
+    Examples
+    --------
+    >>> method_time_limit(5), method_time_limit(float("inf"))
+    (5.0, None)
+    >>> method_time_limit(float("nan"))
+    Traceback (most recent call last):
+    ...
+    memaudit.errors.MethodError: solve: setting 'time_limit' must be none or a number > 0; got nan
+    """
+    try:
+        value = TIME_LIMIT.check(owner, time_limit)
+    except ValueError as exc:
+        raise MethodError(str(exc)) from None
+    return None if value is None or math.isinf(value) else value
 
 
 def takes_time_limit(name: str) -> bool:
-    """True when the registered method ``name`` accepts a ``time_limit`` setting."""
-    return "time_limit" in inspect.signature(get_method(resolve_method(name))).parameters
+    """True when the registered method ``name`` declares a ``time_limit`` setting."""
+    return any(s.name == "time_limit" for s in method_settings(resolve_method(name)))
 
 
 def _search_progress(say: Callable[[str], None]) -> Callable:
@@ -130,11 +138,15 @@ def _search_progress(say: Callable[[str], None]) -> Callable:
 
 
 def _settings(name: str, time_limit: float | None) -> dict:
-    if time_limit is None:
-        return {}
-    if not takes_time_limit(name):
-        raise MethodError(f"method {name!r} takes no time limit; drop --time-limit or choose another method")
-    return {"time_limit": time_limit}
+    return {} if time_limit is None else checked_settings(name, {"time_limit": time_limit})
+
+
+def checked_settings(name: str, settings: dict) -> dict:
+    """``settings`` checked against what method ``name`` declares; a MethodError in the one template."""
+    try:
+        return check_settings(name, settings)
+    except ValueError as exc:
+        raise MethodError(str(exc)) from None
 
 
 def declined_message(name: str, exc: Exception) -> str:
@@ -142,11 +154,14 @@ def declined_message(name: str, exc: Exception) -> str:
     return f"{name} declined this package: {exc}; try another back-end ({others})"
 
 
-def run_solver(name: str, problem: Problem, budget: float, settings: dict) -> Result:
-    """Run a registered method; a missing back-end, numbers no solver can state and settings the
-    method rejects become one-line errors (a back-end that declines still raises ``Declined``)."""
+def run_solver(name: str, problem: Problem, budget: float, settings: dict, progress: Callable | None = None) -> Result:
+    """Run a registered method with its settings checked against its declarations; a missing back-end,
+    numbers no solver can state and settings the method rejects become one-line errors (a back-end
+    that declines still raises ``Declined``).  ``progress`` reaches the methods that report it."""
+    checked = checked_settings(name, settings)
+    hook = {"progress": progress} if progress is not None and name in PROGRESS_METHODS else {}
     try:
-        return run_rescaled(get_method(name), problem, budget, **settings)
+        return stamp_result(name, run_rescaled(get_method(name), problem, budget, **checked, **hook), checked)
     except BackendUnavailable as exc:
         raise BackendUnavailableError(str(exc)) from exc
     except (ProblemError, SolverError) as exc:
@@ -155,8 +170,8 @@ def run_solver(name: str, problem: Problem, budget: float, settings: dict) -> Re
     except Declined:
         raise
     except (ValueError, TypeError) as exc:
-        # a setting the method rejects (e.g. gvt eps outside (0, 1), a negative seed)
-        raise MethodError(f"{name}: {exc}") from exc
+        # a rule the method checks beyond its declarations
+        raise MethodError(f"{method_owner(name)}: {exc}") from exc
 
 
 def _probe_backend(name: str) -> None:
@@ -323,15 +338,14 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
     backend = resolve_backend(backend, name)
     note = (f"certifying back-end {backend}: the method is {AUTO_BACKENDS[0]}"
             if auto and backend != AUTO_BACKENDS[0] else "")
-    time_limit = method_time_limit(time_limit)
-    backend_time_limit = time_limit if backend_time_limit is None else method_time_limit(backend_time_limit)
+    time_limit = method_time_limit(time_limit, method_owner(name))
+    backend_time_limit = (time_limit if backend_time_limit is None
+                          else method_time_limit(backend_time_limit, f"back-end {backend!r}"))
     if backend == name:
         raise MethodError(f"the certifying back-end must differ from the method; both are {name!r}: "
                           "choose another --backend or --backend none")
     say = progress or (lambda line: None)
     settings = _settings(name, time_limit)
-    if progress is not None and "progress" in inspect.signature(get_method(name)).parameters:
-        settings["progress"] = _search_progress(progress)
     backend_settings = _settings(backend, backend_time_limit) if backend is not None else {}
     _warm_up()
     if backend is not None:
@@ -343,7 +357,8 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
         say(note)
     say(f"solving with {name}...")
     try:
-        result = run_solver(name, problem, budget, settings)
+        result = run_solver(name, problem, budget, settings,
+                            progress=_search_progress(progress) if progress is not None else None)
     except Declined as exc:
         raise BackendDeclinedError(declined_message(name, exc)) from exc
     if backend is None:
@@ -376,7 +391,7 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
 
 def _run_backend(name: str, problem: Problem, budget: float, settings: dict) -> Result:
     """Run a certifying back-end; its SolverError and a missing install propagate as they are."""
-    return run_rescaled(get_method(name), problem, budget, **settings)
+    return stamp_result(name, run_rescaled(get_method(name), problem, budget, **settings), settings)
 
 
 # -- describing the store -----------------------------------------------------

@@ -389,7 +389,7 @@ def test_bad_package_is_one_line_exit_1(runner, quickstart, tmp_path, name, comm
      "kind:<k>"),
     (["--budget", "10", "--backend", "gurobi"], "unknown back-end 'gurobi'; valid back-ends: cbc, cpsat, highs"),
     (["--budget", "10", "--method", "milp-highs", "--backend", "highs"], "must differ from the method"),
-    (["--budget", "10", "--method", "greedy", "--time-limit", "5"], "takes no time limit"),
+    (["--budget", "10", "--method", "greedy", "--time-limit", "5"], "method 'greedy': setting 'time_limit' must be one of the declared settings (none); got 5.0"),
 ])
 def test_bad_options_are_one_line_exit_1(runner, pkg_path, args, match):
     before = pkg_path.read_bytes()
