@@ -25,7 +25,7 @@ from .package import Package, resolve_budget, stream_cost
 from .solve import checked_settings, fully_covered, method_time_limit, resolve_method, run_solver, solve_package
 
 __all__ = ["DEFAULT_METHODS", "MethodScore", "BaselineReport", "score_methods", "compare", "parse_methods",
-           "method_settings", "check_method_settings"]
+           "method_settings", "check_method_settings", "parse_method_specs"]
 
 #: what ``memaudit baseline`` and ``memaudit compare`` run when no --method is given
 DEFAULT_METHODS = ("density", "density-global", "greedy", "gvt", "gvt-geometric", "gvt-upgrade", "random", "fifo",
@@ -123,10 +123,75 @@ def method_settings(name: str, *, seed: int = 0, **values) -> dict:
 
 
 def check_method_settings(names, settings) -> dict:
-    """``{method: checked settings}`` for every method of ``names`` (the one message template);
-    settings for a method not in ``names`` are ignored."""
+    """``{method: settings}`` for every method of ``names``: the given ones checked (the one message
+    template) over the declared defaults (those not None), so every caller keys a method's run the
+    same way; settings for a method not in ``names`` are ignored.
+
+    Examples
+    --------
+    >>> check_method_settings(["random", "fifo", "density"], {"random": {"seed": 3}})
+    {'random': {'seed': 3}, 'fifo': {'pick': 'verbatim'}, 'density': {}}
+    """
     settings = settings or {}
-    return {name: checked_settings(resolve_method(name), dict(settings.get(name) or {})) for name in names}
+    out = {}
+    for name in names:
+        full = resolve_method(name)
+        given = checked_settings(full, dict(settings.get(name) or {}))
+        out[name] = {s.name: given.get(s.name, s.default) for s in registered_settings(full)
+                     if s.name in given or s.default is not None}
+    return out
+
+
+def parse_method_specs(text) -> tuple[list[str], dict]:
+    """``(names, {name: settings})`` from a method list whose items may carry settings:
+    ``density,gvt-geometric:eps=0.05,floor=0.01,random:seed=3`` (an item ``key=value`` with no
+    colon continues the method before it).  Values are read by each setting's declared type and
+    checked with the one message template.
+
+    Examples
+    --------
+    >>> parse_method_specs("density,gvt-geometric:eps=0.05,floor=0.01,kind:fact")
+    (['density', 'gvt-geometric', 'kind:fact'], {'gvt-geometric': {'eps': 0.05, 'floor': 0.01}})
+    >>> parse_method_specs("random:seed=-1")
+    Traceback (most recent call last):
+    ...
+    memaudit.errors.MethodError: method 'random': setting 'seed' must be an integer >= 0; got '-1'
+    """
+    from memaudit_solvers.registry import method_owner
+    from memaudit_solvers.settings import parse_spec
+
+    items = [n.strip() for n in (text.split(",") if isinstance(text, str) else text)]
+    specs: list[list[str]] = []
+    for item in filter(None, items):
+        if "=" in item and ":" not in item and specs:
+            specs[-1].append(item)
+        else:
+            specs.append([item])
+    names, settings = [], {}
+    for parts in specs:
+        head, sep, rest = parts[0].partition(":")
+        if sep and "=" in rest:
+            name = parse_methods([head])[0]
+            try:
+                _, given = parse_spec(",".join([head + ":" + rest, *parts[1:]]), method_owner,
+                                      lambda n: registered_settings(resolve_method(n)))
+                given = checked_settings(resolve_method(name), given)
+            except ValueError as exc:
+                raise MethodError(str(exc)) from None
+        else:
+            if len(parts) > 1:
+                raise MethodError(f"method {parts[0]!r}: setting {parts[1]!r} must follow NAME:key=value; "
+                                  f"got {','.join(parts)!r}")
+            name, given = parse_methods([parts[0]])[0], {}
+        if name in names and settings.get(name, {}) != given:
+            raise MethodError(f"method {name!r}: setting list must be given once; got {text!r}")
+        if name not in names:
+            names.append(name)
+        if given:
+            settings[name] = given
+    if not names:
+        parse_methods([])  # the one "no method given" message
+    return names, settings
 
 
 def _score(pkg: Package, compiled, result, opt: float) -> MethodScore:

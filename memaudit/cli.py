@@ -26,14 +26,14 @@ import sys
 
 import click
 
-from memaudit_solvers.registry import method_names
+from memaudit_solvers.registry import BASELINES, ONLINE_METHODS, SETTINGS, method_names, method_settings
 
 from . import __version__
 from .certificate import build_certificate, load_certificate, verify_certificate, write_certificate, write_json
-from .baselines import DEFAULT_METHODS, method_settings, parse_methods, score_methods
+from .baselines import DEFAULT_METHODS, parse_method_specs, score_methods
 from .baselines import compare as compare_methods
 from .clitools import (budget_options, check_budget_flags, check_fraction, num, parse_fractions, pct, plural,
-                       progress_printer, safe, safe_echo, same_file, table_lines)
+                       progress_printer, safe, safe_echo, same_file, setting_flags, settings_for, table_lines)
 from .coupling import coupling_report
 from .errors import MemauditError
 from .fileio import atomic_write, check_output, guard_inputs
@@ -43,7 +43,7 @@ from .generators.density_trap import TOPICS as TRAP_TOPICS
 from .generators.density_trap import density_trap
 from .package import (COST_MODEL_UNITS, load_package, package_json_schema, package_to_dict, resolve_budget,
                       save_package, stream_cost, summarize)
-from .solve import BACKEND_ALIASES, store_rows, takes_time_limit, uncovered_units
+from .solve import BACKEND_ALIASES, resolve_method, store_rows, takes_time_limit, uncovered_units
 from .results.cli import cache_options, make_cache, say_reused
 
 __all__ = ["main", "run", "EXIT_OK", "EXIT_BAD_INPUT", "EXIT_USAGE", "EXIT_NOT_CERTIFIED"]
@@ -58,6 +58,12 @@ _BACKEND_CHOICES = "auto|highs|cbc|cpsat|scip|none"
 #: default time limits of ``solve`` (seconds): the method, then the certifying back-end
 DEFAULT_METHOD_TIME_LIMIT = 60.0
 DEFAULT_BACKEND_TIME_LIMIT = 300.0
+
+#: the methods baseline and compare run, and their declared settings: one flag per setting name
+_SCORED = {name: SETTINGS[name] for name in sorted({**BASELINES, **ONLINE_METHODS})}
+
+#: flag names older than the generated ones, kept working
+_FLAG_ALIASES = {"eps": ("--gvt-eps",), "floor": ("--gvt-floor",)}
 
 
 def _one_line(exc: BaseException) -> str:
@@ -181,8 +187,9 @@ def _method_outcome(result) -> str:
 @main.command()
 @click.argument("package", type=click.Path())
 @budget_options
-@click.option("--method", default="bnb", show_default=True, metavar="NAME",
-              help="Method that chooses the store: " + method_names() + ".")
+@click.option("--method", default="bnb", show_default=True, metavar="NAME[:key=value,...]",
+              help="Method that chooses the store, optionally with its settings (e.g. bnb:node_lp=false): "
+                   + method_names() + ".")
 @click.option("--backend", default="auto", show_default=True, metavar=_BACKEND_CHOICES,
               help="Independent MILP back-end that certifies the optimum; 'auto' is highs, or cbc when "
                    "the method is milp-highs; 'none' skips certification.")
@@ -196,9 +203,10 @@ def _method_outcome(result) -> str:
 @click.option("-o", "--output", type=click.Path(), default=None, metavar="CERTIFICATE.json",
               help="Write the certificate (memaudit-certificate/1) to this file.")
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr even when it is not a terminal.")
+@setting_flags(SETTINGS, skip=("time_limit",), aliases=_FLAG_ALIASES)
 @cache_options
 def solve(package, budget, budget_frac, method, backend, time_limit, backend_time_limit, as_json, output,
-          verbose, db, no_cache):
+          verbose, setting_flags, db, no_cache):
     """Solve PACKAGE exactly and certify the optimum with an independent back-end.
 
     The budget is the package's own unless --budget or --budget-frac is given.  When the
@@ -209,6 +217,10 @@ def solve(package, budget, budget_frac, method, backend, time_limit, backend_tim
     store is not certified (time-out, disagreement, back-end declined), 1 on bad input.
     """
     check_budget_flags(budget, budget_frac)
+    names, own = parse_method_specs(method)
+    if len(names) != 1:
+        raise MemauditError(f"--method takes one method; got {method!r}")
+    method, settings = names[0], {**setting_flags, **own.get(names[0], {})}
     if output is not None and same_file(output, package):
         raise MemauditError(f"{output}: refusing to write the certificate over the package itself; "
                             "choose another -o file")
@@ -224,7 +236,7 @@ def solve(package, budget, budget_frac, method, backend, time_limit, backend_tim
     cache = make_cache(db, no_cache, package)
     report = cache.solve_package(pkg, budget=b, method=method, backend=backend, time_limit=time_limit,
                                  backend_time_limit=backend_time_limit, progress=progress_printer(verbose),
-                                 budget_frac=budget_frac)
+                                 budget_frac=budget_frac, settings=settings)
     say_reused(cache, quiet=as_json and not verbose)
     cert = build_certificate(report, package, budget_frac=budget_frac)
     if output is not None:
@@ -371,39 +383,25 @@ def schema(doc_format, output):
 
 # -- baselines -------------------------------------------------------------------
 
-_PICK_HELP = ("What fifo / recency write for each experience: verbatim (its largest candidate, the raw "
-              "span), cheapest, or value (largest standalone value; reads the query weights).")
-
-
-def _not_nan(ctx, param, value):
-    if value is not None and value != value:
-        raise click.BadParameter("must be a number, not nan")
-    return value
-
-
 def _baseline_options(f):
-    f = click.option("--pick", type=click.Choice(["verbatim", "cheapest", "value"]), default=None,
-                     help=_PICK_HELP + "  [default: verbatim]")(f)
-    f = click.option("--gvt-floor", type=click.FloatRange(0, 1, min_open=True), default=None, metavar="F",
-                     callback=_not_nan,
-                     help="gvt-geometric, gvt-upgrade: lowest threshold as a fraction of the first.  [default: 0.001]")(f)
-    f = click.option("--gvt-eps", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
-                     callback=_not_nan,
-                     metavar="EPS", help="gvt-geometric, gvt-upgrade: the threshold falls by a factor (1 - EPS) per step.  [default: 0.1]")(f)
-    f = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-                     help="Seed of the random baseline (an integer >= 0).")(f)
+    f = setting_flags(_SCORED, aliases=_FLAG_ALIASES)(f)
     f = click.option("--backend", default="highs", show_default=True, metavar=_BACKEND_CHOICES,
                      help="Back-end that certifies OPT, the denominator of every ratio; 'none' skips it.")(f)
     f = click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
                      help="Time limit for computing OPT (bnb and the back-end each).")(f)
     f = click.option("--method", "methods", default=",".join(DEFAULT_METHODS),
                      show_default=", ".join(DEFAULT_METHODS),  # spaces: the help wraps between names
-                     metavar="M1,M2,...", help="Comma-separated methods: " + method_names() + ".")(f)
+                     metavar="M1,M2,...", help="Comma-separated methods, each optionally with its settings "
+                     "(NAME:key=value,key=value, e.g. gvt-geometric:eps=0.05): " + method_names() + ".  "
+                     "A setting flag below applies to every listed method that declares it.")(f)
     return f
 
 
-def _baseline_settings(methods, seed, gvt_eps, gvt_floor, pick):
-    return {m: method_settings(m, seed=seed, gvt_eps=gvt_eps, gvt_floor=gvt_floor, pick=pick) for m in methods}
+def _baseline_settings(methods, setting_flags_given):
+    """``(names, {method: settings})``: the flags for every method declaring them, then each method's own."""
+    names, own = parse_method_specs(methods)
+    return names, {m: {**settings_for(method_settings(resolve_method(m)), setting_flags_given), **own.get(m, {})}
+                   for m in names}
 
 
 def _ratio_text(ratio) -> str:
@@ -428,8 +426,8 @@ def _opt_warning(certified: bool, status: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr even when it is not a terminal.")
 @cache_options
-def baseline(package, budget, budget_frac, methods, time_limit, backend, seed, gvt_eps, gvt_floor, pick, as_json,
-             verbose, db, no_cache):
+def baseline(package, budget, budget_frac, methods, time_limit, backend, setting_flags, as_json, verbose, db,
+             no_cache):
     """Score baselines on PACKAGE at one budget, as a ratio to the certified OPT.
 
     \b
@@ -449,10 +447,9 @@ def baseline(package, budget, budget_frac, methods, time_limit, backend, seed, g
     """
     check_budget_flags(budget, budget_frac)
     check_fraction(budget_frac)
-    names = parse_methods(methods)
+    names, settings = _baseline_settings(methods, setting_flags)
     pkg = load_package(package)
-    rep = score_methods(pkg, budget=budget, budget_frac=budget_frac, methods=names,
-                        settings=_baseline_settings(names, seed, gvt_eps, gvt_floor, pick), backend=backend,
+    rep = score_methods(pkg, budget=budget, budget_frac=budget_frac, methods=names, settings=settings, backend=backend,
                         time_limit=time_limit, progress=progress_printer(verbose),
                         cache=(cache := make_cache(db, no_cache, package)))
     say_reused(cache, quiet=as_json and not verbose)
@@ -490,8 +487,8 @@ def baseline(package, budget, budget_frac, methods, time_limit, backend, seed, g
               help="Save a plot of ratio to OPT against budget, one line per method.")
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr even when it is not a terminal.")
 @cache_options
-def compare(package, budget_fracs, methods, time_limit, backend, seed, gvt_eps, gvt_floor, pick, as_csv, as_json,
-            output, plot, verbose, db, no_cache):
+def compare(package, budget_fracs, methods, time_limit, backend, setting_flags, as_csv, as_json, output, plot,
+            verbose, db, no_cache):
     """Every method at every budget on PACKAGE: ratios to the certified OPT.
 
     The table has one row per method and one column per budget fraction; each cell
@@ -504,13 +501,12 @@ def compare(package, budget_fracs, methods, time_limit, backend, seed, gvt_eps, 
     if as_csv and as_json:
         raise click.UsageError("--csv and --json are mutually exclusive: give one of them")
     fracs = parse_fractions(budget_fracs)
-    names = parse_methods(methods)
+    names, settings = _baseline_settings(methods, setting_flags)
     for path in (output, plot):
         if path is not None and same_file(path, package):
             raise MemauditError(f"{path}: refusing to write over the package itself; choose another file")
     pkg = load_package(package)
-    rows = compare_methods(pkg, fracs, methods=names,
-                           settings=_baseline_settings(names, seed, gvt_eps, gvt_floor, pick), backend=backend,
+    rows = compare_methods(pkg, fracs, methods=names, settings=settings, backend=backend,
                            time_limit=time_limit, progress=progress_printer(verbose),
                            cache=(cache := make_cache(db, no_cache, package)))
     say_reused(cache, quiet=(as_csv or as_json) and not verbose)

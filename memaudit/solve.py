@@ -280,7 +280,8 @@ class SolveReport:
 
 def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: str | None = "auto",
                   time_limit: float | None = None, backend_time_limit: float | None = None,
-                  rtol: float = CERT_RTOL, progress: Callable[[str], None] | None = None) -> SolveReport:
+                  rtol: float = CERT_RTOL, progress: Callable[[str], None] | None = None,
+                  settings: dict | None = None) -> SolveReport:
     """Compile ``pkg``, solve it with ``method`` and, independently, with the certifying ``backend``.
 
     Parameters
@@ -302,6 +303,9 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
         Called with a short line ("solving with bnb...") before each long step, and with the
         search's own progress lines (elapsed, nodes, incumbent, bound, gap) from methods that
         report it (bnb, about once a second).
+    settings : dict, optional
+        The method's other declared settings (e.g. ``{"node_lp": False}`` for bnb), checked against
+        its declarations; ``time_limit`` is the argument above.
 
     Returns
     -------
@@ -345,7 +349,7 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
         raise MethodError(f"the certifying back-end must differ from the method; both are {name!r}: "
                           "choose another --backend or --backend none")
     say = progress or (lambda line: None)
-    settings = _settings(name, time_limit)
+    settings = {**checked_settings(name, dict(settings or {})), **_settings(name, time_limit)}
     backend_settings = _settings(backend, backend_time_limit) if backend is not None else {}
     _warm_up()
     if backend is not None:

@@ -33,12 +33,12 @@ TIME_LIMIT = Setting("time_limit", float, None, "Seconds before the search stops
 THREADS = Setting("threads", int, 1, "Threads the back-end may use.", low=1)
 INTEGRAL_Y = Setting("integral_y", bool, True, "State the piece variables y as integers (exact h on every piece).")
 SEED = Setting("seed", int, 0, "Seed of the random store.", low=0)
-EPS = Setting("eps", float, 0.1, "gvt-geometric, gvt-upgrade: the threshold falls by a factor (1 - EPS) per step.",
+EPS = Setting("eps", float, 0.1, "The threshold falls by a factor (1 - eps) per step.",
               low=0, high=1, low_open=True, high_open=True)
-FLOOR = Setting("floor", float, 1e-3, "gvt-geometric, gvt-upgrade: lowest threshold as a fraction of the first.",
+FLOOR = Setting("floor", float, 1e-3, "Lowest threshold, as a fraction of the first.",
                 low=0, high=1, low_open=True)
 BEST_SINGLE = Setting("best_single", bool, True, "Return the best single candidate instead when it is worth more.")
-PICK = Setting("pick", str, "verbatim", "What fifo / recency write for each experience: verbatim (its largest "
+PICK = Setting("pick", str, "verbatim", "What the writer writes for each experience: verbatim (its largest "
                "candidate, the raw span), cheapest, or value (largest standalone value; reads the query weights).",
                choices=PICKS)
 _BNB = (TIME_LIMIT,
