@@ -96,7 +96,8 @@ class Setting:
         elif self.type is str:
             text = "one of " + ", ".join(self.choices) if self.choices else "a string"
         elif self.type is tuple:
-            text = f"{self.length} finite numbers joined by '/'" + self._interval(" each in")
+            count = {2: "two", 3: "three", 4: "four"}.get(self.length, str(self.length))
+            text = f"{count} numbers joined by '/'" + self._interval(", each in")
         else:
             noun = "an integer" if self.type is int else "a number"
             text = noun + self._interval(" in")
