@@ -33,7 +33,8 @@ from .certificate import build_certificate, load_certificate, verify_certificate
 from .baselines import DEFAULT_METHODS, parse_method_specs, score_methods
 from .baselines import compare as compare_methods
 from .clitools import (budget_options, check_budget_flags, check_fraction, num, parse_fractions, pct, plural,
-                       progress_printer, safe, safe_echo, same_file, setting_flags, settings_for, table_lines)
+                       progress_printer, safe, safe_echo, same_file, setting_flags, settings_for,
+                       settings_lines, table_lines)
 from .coupling import coupling_report
 from .errors import MemauditError
 from .fileio import atomic_write, check_output, guard_inputs
@@ -577,6 +578,27 @@ def density_trap_command(k, topics, cost_model, output, budget, budget_frac):
                 f"; density keeps {pkg.meta['density_ratio_by_construction']:.3f} of OPT by construction")
         click.echo(f"wrote {output}: {len(pkg.candidates)} candidates, {len(pkg.units)} units, budget "
                    f"{num(pkg.budget)}{trap}")
+
+
+@main.command("settings")
+@click.argument("what", type=click.Choice(["methods", "policies", "readers", "importers", "all"]), default="all")
+def settings_command(what):
+    """Every registered method, harness policy, reader and vendor importer with its declared settings.
+
+    Give them as NAME:key=value,... (--method, --policy, --reader) or with the flags of the
+    command; every line below is read from the declarations beside the registry entries.
+    """
+    from .harness.policies import POLICY_SETTINGS
+    from .harness.readers import READER_SETTINGS
+    from .stores import IMPORTER_SETTINGS
+
+    tables = {"methods": {**SETTINGS, "kind:<k>": ()}, "policies": POLICY_SETTINGS, "readers": READER_SETTINGS,
+              "importers": IMPORTER_SETTINGS}
+    for name, table in tables.items():
+        if what in (name, "all"):
+            click.echo(f"{name}:")
+            for line in settings_lines(table):
+                click.echo("  " + line)
 
 
 # -- commands of the subpackages (each keeps its heavy imports inside its commands) --------
