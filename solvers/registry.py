@@ -17,6 +17,7 @@ from .baselines import (PICKS, density, density_global, fifo, gvt, gvt_geometric
                         kind_writer, random_store, recency, recency_raw)
 from .bnb import branch_and_bound
 from .bruteforce import MAX_BRUTE_STORES, brute_force
+from .enumeration import greedy_enum
 from .greedy import greedy
 from .milp import BACKENDS
 from .result import Result
@@ -67,7 +68,8 @@ _BASELINES = {"density": (density,),
               "fact-only": (functools.partial(kind_greedy, kind="fact"),),
               "summary-only": (functools.partial(kind_greedy, kind="summary"),),
               "recency-raw": (recency_raw,),
-              "random": (random_store, SEED)}
+              "random": (random_store, SEED),
+              "greedy-enum": (greedy_enum, Setting("size", int, 2, "Largest seed set enumerated.", low=0, high=3))}
 
 #: writers that decide as each experience arrives (status ``heuristic``); plus ``kind:<k>``
 _ONLINE = {"fifo": (fifo, PICK),
