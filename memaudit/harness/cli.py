@@ -19,6 +19,9 @@ def _forms(value: str) -> tuple[str, ...]:
 
 
 def _emit(doc: dict, lines: list[str], as_json: bool, out: str | None) -> None:
+    """Print the run (JSON escapes control characters itself; every table line goes through
+    ``safe_echo``: scenario ids, policy and probe names are read from inputs)."""
+    from ..clitools import safe_echo
     from .trial import write_run
 
     if out is not None:
@@ -27,10 +30,10 @@ def _emit(doc: dict, lines: list[str], as_json: bool, out: str | None) -> None:
         click.echo(json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False))
     else:
         for line in lines:
-            click.echo(line)
+            safe_echo(line)
         if out is not None:
-            click.echo("")
-            click.echo("wrote " + ", ".join(paths))
+            safe_echo("")
+            safe_echo("wrote " + ", ".join(paths))
 
 
 def _reader_options(f):
@@ -233,17 +236,17 @@ def diff(run_a, run_b, as_json):
     settings differ (the memory-eval-harness chapter's recipe: one change), the outcome counts before -> after per
     policy and form, and every probe whose outcome changed.
     """
-    from ..clitools import table_lines
+    from ..clitools import safe_echo, table_lines
     from .trial import diff_runs, load_run
 
     d = diff_runs(load_run(run_a), load_run(run_b))
     if as_json:
-        click.echo(json.dumps(d, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(d, indent=2, ensure_ascii=False))  # JSON escapes control characters
         return
     parts = d["changed_parts"]
-    click.echo("changed parts: " + (", ".join(parts) if parts else "none (the runs have the same settings)"))
+    safe_echo("changed parts: " + (", ".join(parts) if parts else "none (the runs have the same settings)"))
     if len(parts) > 1:
-        click.echo("warning: more than one part changed; the difference cannot be pinned on one change")
+        safe_echo("warning: more than one part changed; the difference cannot be pinned on one change")
     keys = ("current", "conflict", "stale", "missing", "leaked", "clean", "abstained", "answered")
     rows = []
     for p in d["pairs"]:
@@ -256,12 +259,12 @@ def diff(run_a, run_b, as_json):
             ta, tb = round(sa.get("mean_tokens_injected", 0)), round(sb.get("mean_tokens_injected", 0))
             rows.append((label, form, *cells, f"{ta}->{tb}" if ta != tb else str(ta)))
     for line in table_lines(("policy", "form", *keys, "mean injected"), rows, ("<", "<") + (">",) * 9):
-        click.echo(line)
-    click.echo("")
+        safe_echo(line)
+    safe_echo("")
     ch = d["changed_probes"]
-    click.echo(f"probes whose outcome changed: {len(ch)}")
+    safe_echo(f"probes whose outcome changed: {len(ch)}")
     for c in ch:
-        click.echo(f"  {c['policy']}  {c['probe']} ({c['form']}): {c['before']} -> {c['after']}")
+        safe_echo(f"  {c['policy']}  {c['probe']} ({c['form']}): {c['before']} -> {c['after']}")
 
 
 #: click commands / groups added to the top-level ``memaudit`` group
