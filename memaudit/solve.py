@@ -7,16 +7,15 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
-
 from memaudit_solvers import BackendUnavailable, Declined, Problem, ProblemError, Result, SolverError
 from memaudit_solvers.certify import CERT_RTOL, Certification, compare_results, run_rescaled
-from memaudit_solvers.objective import coverage_sums, h_values, is_feasible
+from memaudit_solvers.objective import is_feasible
 from memaudit_solvers.registry import (BACKENDS, PROGRESS_METHODS, TIME_LIMIT, check_settings, get_method, method_names,
                                        method_owner, method_settings, stamp_result)
 
 from .errors import MemauditError, MethodError
-from .package import CANDIDATE_KINDS, Compiled, Package, candidate_costs, compile_package
+from .package import CANDIDATE_KINDS, Compiled, Package, compile_package
+from .store_view import fully_covered, store_rows, uncovered_units  # noqa: F401  (re-exported)
 
 __all__ = ["SolveReport", "solve_package", "store_rows", "uncovered_units", "resolve_method",
            "resolve_backend", "BACKEND_ALIASES", "BackendUnavailableError", "BackendDeclinedError",
@@ -27,9 +26,6 @@ BACKEND_ALIASES = {"highs": "milp-highs", "cbc": "milp-cbc", "cpsat": "cpsat", "
 
 #: ``backend="auto"`` takes the first of these that differs from the method
 AUTO_BACKENDS = ("milp-highs", "milp-cbc", "cpsat")
-
-#: relative tolerance under which a unit counts as fully covered (h(s) >= (1 - tol) * h(inf))
-_FULL_RTOL = 1e-9
 
 
 class BackendUnavailableError(MemauditError, ImportError):
@@ -396,67 +392,3 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
 def _run_backend(name: str, problem: Problem, budget: float, settings: dict) -> Result:
     """Run a certifying back-end; its SolverError and a missing install propagate as they are."""
     return stamp_result(name, run_rescaled(get_method(name), problem, budget, **settings), settings)
-
-
-# -- describing the store -----------------------------------------------------
-
-def store_rows(report: SolveReport, result: Result | None = None) -> list[dict]:
-    """The chosen store, one row per stored candidate, in stream order of the experiences.
-
-    Each row: ``experience``, ``candidate``, ``kind``, ``cost``, ``units`` (``{unit id:
-    coverage a[u, r]}`` for every unit the candidate covers).  ``result`` defaults to the
-    method's (``report.result``); pass ``report.best_result`` for the store a reader should see.
-    """
-    pkg, compiled = report.package, report.compiled
-    costs = candidate_costs(pkg)
-    chosen = set(compiled.ids((result or report.result).chosen))
-    rows = []
-    for c in pkg.candidates:  # ordered by experience below
-        if c.id in chosen:
-            rows.append({"experience": c.experience, "candidate": c.id, "kind": c.kind, "cost": costs[c.id],
-                         "units": {u: float(a) for u, a in c.coverage.items() if a > 0}})
-    order = {eid: g for g, eid in enumerate(compiled.experience_ids)}
-    rows.sort(key=lambda row: order[row["experience"]])
-    return rows
-
-
-def _full_values(problem: Problem) -> np.ndarray:
-    """h_r(inf): the value each unit saturates at (the smallest intercept of its flat pieces), shape (n_units,)."""
-    flat = np.where(problem.h_slopes == 0, problem.h_intercepts, np.inf)
-    return flat.min(axis=1)
-
-
-def fully_covered(problem: Problem, chosen) -> np.ndarray:
-    """Boolean mask over units: True where the store ``chosen`` covers the unit fully.
-
-    Unit r is fully covered when ``h_r(s_r) >= (1 - 1e-9) * h_r(inf)`` (see :func:`uncovered_units`).
-    """
-    sums = coverage_sums(problem, chosen)
-    h = h_values(problem, np.arange(problem.n_units), sums)
-    full = _full_values(problem)
-    return np.isinf(full) | (h >= (1 - _FULL_RTOL) * full)
-
-
-def uncovered_units(report: SolveReport, result: Result | None = None) -> list[dict]:
-    """Units the store does not fully cover, in package order.
-
-    Rule: unit r is fully covered when ``h_r(s_r) >= (1 - 1e-9) * h_r(inf)``, where ``s_r`` is
-    the store's summed coverage and ``h_r(inf)`` the value h saturates at (1 for the default
-    ``min(1, z)``, ``cap`` for ``{"cap": c}``, the last breakpoint's value otherwise).  Every other
-    unit is listed, partly covered ones included.  Each row: ``unit``, ``kind``, ``weight``,
-    ``coverage`` (s_r), ``level`` (h_r(s_r) / h_r(inf), in [0, 1)) and ``lost`` (the weighted
-    value missing, ``w_r * (h_r(inf) - h_r(s_r))``).  ``result`` as in :func:`store_rows`.
-    """
-    problem = report.compiled.problem
-    chosen = (result or report.result).chosen
-    sums = coverage_sums(problem, chosen)
-    h = h_values(problem, np.arange(problem.n_units), sums)
-    full = _full_values(problem)
-    covered = fully_covered(problem, chosen)
-    rows = []
-    for r, unit in enumerate(report.package.units):
-        if covered[r]:
-            continue
-        rows.append({"unit": unit.id, "kind": unit.kind, "weight": float(unit.weight), "coverage": float(sums[r]),
-                     "level": float(h[r] / full[r]), "lost": float(problem.weights[r] * (full[r] - h[r]))})
-    return rows

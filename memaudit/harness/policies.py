@@ -19,8 +19,9 @@ from typing import Callable
 from memaudit_solvers.settings import Setting, parse_spec, setting_error, validate_settings
 
 from .errors import HarnessError
-from .memories import (ITEM_KINDS, BM25Index, StoredItem, _BiTemporal, _FactLog, _Fresh, _GenerativeAgents, _Memory,
-                       _Profile, _SessionBuffer, _Transcript, _BM25, render_exchange)
+from .memories import (ITEM_KINDS, BM25Index, StoredItem, _BiTemporal, _BM25, _FactLog, _Fresh, _GenerativeAgents,
+                       _Profile, _SessionBuffer, _Transcript, render_exchange)
+from .memories import _Memory  # noqa: F401  (re-exported: diagnose and locomo subclass it)
 
 __all__ = ["Policy", "StoredItem", "ITEM_KINDS", "POLICIES", "LAB_POLICIES", "BENCH_POLICIES", "EXTRA_POLICIES", "POLICY_LABELS",
            "POLICY_SETTINGS", "policy_label", "parse_policy", "render_exchange", "BM25Index"]
