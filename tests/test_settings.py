@@ -266,3 +266,44 @@ def test_importer_reads_with_good_setting(product, setting):
     value = good_value(setting) if setting.name != "as_of" else "2026-09-15"
     export = load_export(product, EXPORTS[product], **{setting.name: value})
     assert export.items
+
+
+# -- the generated flags -----------------------------------------------------------------------------
+
+def _scored_flags():
+    from memaudit_solvers.registry import BASELINES, ONLINE_METHODS
+
+    seen: dict = {}
+    for name in sorted({**BASELINES, **ONLINE_METHODS}):
+        for s in SETTINGS[name]:
+            seen.setdefault(s.name, (name, s))
+    return seen
+
+
+@pytest.mark.parametrize("setting, name, text",
+                         [pytest.param(sname, owner, t, id=f"{sname}-{label}")
+                          for sname, (owner, s) in _scored_flags().items() for label, t in bad_texts(s)])
+def test_flag_of_a_declared_setting_refuses_bad_values(setting, name, text):
+    flag = "--" + setting.replace("_", "-")
+    r = _cli("baseline", QUICKSTART, "--budget-frac", "0.25", "--method", name, flag, text)
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert re.search(re.escape(f"option {flag!r}: setting {setting!r} must be ") + r".+; got ", r.output), r.output
+
+
+@pytest.mark.parametrize("setting, name", [pytest.param(k, v[0], id=k) for k, v in _scored_flags().items()])
+def test_flag_of_a_declared_setting_reaches_the_method(setting, name, tmp_path):
+    import json
+
+    from memaudit_solvers.registry import SETTINGS as ALL
+
+    s = next(x for x in ALL[name] if x.name == setting)
+    value = good_value(s)
+    if s.type is int and s.high is None:
+        value = value + 1  # not the default, so the flag visibly reaches the method
+    r = _cli("baseline", QUICKSTART, "--budget-frac", "0.25", "--db", tmp_path / "r.sqlite", "--json",
+             "--method", name, "--" + setting.replace("_", "-"), good_text(s, value))
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)["methods"]
+    assert row["settings"][setting] == value
+    help_text = _cli("baseline", "--help").output
+    assert "--" + setting.replace("_", "-") in help_text

@@ -78,7 +78,8 @@ def baseline(package, budget, budget_frac, methods, time_limit, backend, setting
     best single), fact-only / summary-only / recency-raw (the paper's simple
     writers), random.  Online, deciding as each
     experience arrives: fifo (write while it fits), recency (keep the newest),
-    kind:<k> (always write kind k, e.g. kind:fact).
+    kind:<k> (always write kind k, e.g. kind:fact).  Every registered method may be
+    listed (--method); `memaudit settings methods` shows each one's settings.
 
     Exit code 0 when OPT is certified, 3 when it is not (the ratios are then against the
     best store found), 1 on bad input.
