@@ -18,12 +18,14 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from memaudit_solvers.registry import method_settings as registered_settings
+
 from .errors import MethodError
 from .package import Package, resolve_budget, stream_cost
-from .solve import fully_covered, method_time_limit, resolve_method, run_solver, solve_package
+from .solve import checked_settings, fully_covered, method_time_limit, resolve_method, run_solver, solve_package
 
 __all__ = ["DEFAULT_METHODS", "MethodScore", "BaselineReport", "score_methods", "compare", "parse_methods",
-           "method_settings"]
+           "method_settings", "check_method_settings", "parse_method_specs"]
 
 #: what ``memaudit baseline`` and ``memaudit compare`` run when no --method is given
 DEFAULT_METHODS = ("density", "density-global", "greedy", "gvt", "gvt-geometric", "gvt-upgrade", "random", "fifo",
@@ -82,10 +84,10 @@ def parse_methods(text) -> list[str]:
     Traceback (most recent call last):
     ...
     memaudit.errors.MethodError: unknown candidate kind 'fatc' in method 'kind:fatc'; kinds: raw, fact, update, tombstone, compound_update, summary, external
-    >>> parse_methods("density,nope")
+    >>> parse_methods("density,nope")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    memaudit.errors.MethodError: unknown method 'nope'; valid methods: bnb, brute, cpsat, density, density-global, fact-only, fifo, greedy, gvt, gvt-geometric, gvt-upgrade, milp-cbc, milp-highs, milp-scip, random, recency, recency-raw, summary-only, kind:<k>
+    memaudit.errors.MethodError: unknown method 'nope'; valid methods: bnb, brute, ..., kind:<k>
     """
     names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text)]
     names = [n for n in names if n]
@@ -99,22 +101,97 @@ def parse_methods(text) -> list[str]:
     return out
 
 
-def method_settings(name: str, *, seed: int = 0, gvt_eps: float | None = None, gvt_floor: float | None = None,
-                    pick: str | None = None) -> dict:
-    """The settings a baseline takes from the command-line options (others are ignored).
+#: old keyword names of :func:`method_settings` (the command line's ``--gvt-eps`` / ``--gvt-floor``)
+_OLD_NAMES = {"gvt_eps": "eps", "gvt_floor": "floor"}
+
+
+def method_settings(name: str, *, seed: int = 0, **values) -> dict:
+    """The settings method ``name`` declares, taken from ``values`` (one value per setting name, for
+    every method at once; None = not given; names a method does not declare are ignored).
+
+    ``seed`` defaults to 0 so the random baseline's key names its seed; ``gvt_eps`` / ``gvt_floor``
+    are accepted for ``eps`` / ``floor``.
 
     Examples
     --------
-    >>> method_settings("random", seed=3), method_settings("gvt-geometric", gvt_eps=0.05), method_settings("gvt", gvt_eps=0.05)
+    >>> method_settings("random", seed=3), method_settings("gvt-geometric", gvt_eps=0.05), method_settings("gvt", eps=0.05)
     ({'seed': 3}, {'eps': 0.05}, {})
     """
-    if name == "random":
-        return {"seed": int(seed)}
-    if name in ("gvt-geometric", "gvt-upgrade"):
-        return {k: v for k, v in (("eps", gvt_eps), ("floor", gvt_floor)) if v is not None}
-    if name in ("fifo", "recency") and pick is not None:
-        return {"pick": pick}
-    return {}
+    values = {_OLD_NAMES.get(k, k): v for k, v in dict(values, seed=seed).items()}
+    declared = registered_settings(resolve_method(name))
+    return {s.name: values[s.name] for s in declared if values.get(s.name) is not None}
+
+
+def check_method_settings(names, settings) -> dict:
+    """``{method: settings}`` for every method of ``names``: the given ones checked (the one message
+    template) over the declared defaults (those not None), so every caller keys a method's run the
+    same way; settings for a method not in ``names`` are ignored.
+
+    Examples
+    --------
+    >>> check_method_settings(["random", "fifo", "density"], {"random": {"seed": 3}})
+    {'random': {'seed': 3}, 'fifo': {'pick': 'verbatim'}, 'density': {}}
+    """
+    settings = settings or {}
+    out = {}
+    for name in names:
+        full = resolve_method(name)
+        given = checked_settings(full, dict(settings.get(name) or {}))
+        out[name] = {s.name: given.get(s.name, s.default) for s in registered_settings(full)
+                     if s.name in given or s.default is not None}
+    return out
+
+
+def parse_method_specs(text) -> tuple[list[str], dict]:
+    """``(names, {name: settings})`` from a method list whose items may carry settings:
+    ``density,gvt-geometric:eps=0.05,floor=0.01,random:seed=3`` (an item ``key=value`` with no
+    colon continues the method before it).  Values are read by each setting's declared type and
+    checked with the one message template.
+
+    Examples
+    --------
+    >>> parse_method_specs("density,gvt-geometric:eps=0.05,floor=0.01,kind:fact")
+    (['density', 'gvt-geometric', 'kind:fact'], {'gvt-geometric': {'eps': 0.05, 'floor': 0.01}})
+    >>> parse_method_specs("random:seed=-1")
+    Traceback (most recent call last):
+    ...
+    memaudit.errors.MethodError: method 'random': setting 'seed' must be an integer >= 0; got '-1'
+    """
+    from memaudit_solvers.registry import method_owner
+    from memaudit_solvers.settings import parse_spec
+
+    items = [n.strip() for n in (text.split(",") if isinstance(text, str) else text)]
+    specs: list[list[str]] = []
+    for item in filter(None, items):
+        if "=" in item and ":" not in item and specs:
+            specs[-1].append(item)
+        else:
+            specs.append([item])
+    names, settings = [], {}
+    for parts in specs:
+        head, sep, rest = parts[0].partition(":")
+        if sep and "=" in rest:
+            name = parse_methods([head])[0]
+            try:
+                _, given = parse_spec(",".join([head + ":" + rest, *parts[1:]]), method_owner,
+                                      lambda n: registered_settings(resolve_method(n)))
+                given = checked_settings(resolve_method(name), given)
+            except ValueError as exc:
+                raise MethodError(str(exc)) from None
+        else:
+            if len(parts) > 1:
+                raise MethodError(f"method {parts[0]!r}: setting {parts[1]!r} must follow NAME:key=value; "
+                                  f"got {','.join(parts)!r}")
+            name, given = parse_methods([parts[0]])[0], {}
+        if name in names and settings.get(name, {}) != given:
+            raise MethodError(f"method {name!r}: setting list must be given once; got {text!r}")
+        if name not in names:
+            names.append(name)
+        if given:
+            settings[name] = given
+    if not names:
+        parse_methods([])  # the one "no method given" message
+    return names, settings
 
 
 def _score(pkg: Package, compiled, result, opt: float) -> MethodScore:
@@ -160,7 +237,7 @@ def score_methods(pkg: Package, *, budget=None, budget_frac=None, methods=DEFAUL
     (True, 10.0, [('density', True), ('gvt', True)])
     """
     names = parse_methods(methods)
-    settings = settings or {}
+    settings = check_method_settings(names, settings)
     time_limit = method_time_limit(time_limit)
     b = resolve_budget(pkg, budget=budget, budget_frac=budget_frac)
     say = progress or (lambda line: None)

@@ -10,7 +10,8 @@ import click
 from .formats.translate import escape_control as safe
 
 __all__ = ["safe", "safe_echo", "num", "pct", "plural", "budget_options", "check_budget_flags", "check_fraction",
-           "parse_fractions", "progress_printer", "same_file", "table_lines"]
+           "parse_fractions", "progress_printer", "same_file", "table_lines", "setting_flags", "settings_for",
+           "settings_lines", "SettingParam"]
 
 
 def safe_echo(line="", err: bool = False) -> None:
@@ -126,3 +127,106 @@ def table_lines(headers, rows, align):
         cells = [str(x).rjust(w) if a == ">" else str(x).ljust(w) for x, w, a in zip(row, widths, align)]
         lines.append("  " + "  ".join(cells).rstrip())
     return lines
+
+
+# -- flags generated from declared settings ----------------------------------------------
+
+def _same_rule(a, b) -> bool:
+    import dataclasses
+    return dataclasses.replace(a, help="") == dataclasses.replace(b, help="")
+
+
+class SettingParam(click.ParamType):
+    """A click type that reads one declared setting (:class:`memaudit_solvers.settings.Setting`)
+    by its rule; a value breaking the rule is a usage error in the one message template."""
+
+    def __init__(self, setting, flag: str, strict: bool = True):
+        self.setting, self.flag, self.strict = setting, flag, strict
+        s = setting
+        self.name = ("|".join(s.choices) if s.choices else {int: "INTEGER", float: "NUMBER", bool: "true|false",
+                                                             str: "TEXT", tuple: "A/B/..."}[s.type])
+
+    def get_metavar(self, param, ctx=None):  # click >= 8.2 passes ctx
+        return self.name
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        if not self.strict:  # only read here: the owner checks the rule (its own, when declarations differ)
+            from memaudit_solvers.settings import parse_setting_text
+            if self.setting.type is str:
+                return value
+            try:
+                return self.setting.parse(f"option {self.flag!r}", value)
+            except ValueError:
+                return parse_setting_text(value)
+        try:
+            return self.setting.parse(f"option {self.flag!r}", value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def setting_flags(tables: dict, *, skip=(), aliases=None, dest: str = "setting_flags", kind: str = "methods",
+                  usage_errors: bool = True):
+    """A decorator adding one click option per distinct setting name declared in ``tables``
+    (``{owner name: declarations}``), help and metavar from the declarations; the command gets
+    ``dest``: ``{setting name: value}`` of the options given (None: not given).
+
+    ``aliases`` maps a setting name to older flag names kept working (``{"eps": ("--gvt-eps",)}``);
+    names in ``skip`` are left to options the command declares itself.  With ``usage_errors`` a value
+    breaking the rule is a usage error (exit 2); without, the flag is only read and the owner's
+    check refuses it (``error: ...``, exit 1).
+    """
+    from memaudit_solvers.settings import describe
+
+    aliases = aliases or {}
+    by_name: dict = {}
+    for owner, declared in tables.items():
+        for s in declared:
+            if s.name not in skip:
+                by_name.setdefault(s.name, []).append((owner, s))
+
+    def decorate(f):
+        import functools
+
+        params = {}
+        for name in sorted(by_name, reverse=True):  # click lists options in the order applied, reversed
+            rows = by_name[name]
+            first = rows[0][1]
+            strict = usage_errors and all(_same_rule(first, s) for _, s in rows)
+            flag = "--" + name.replace("_", "-")
+            owners = ", ".join(o for o, _ in rows)
+            text = describe(first) if all(_same_rule(first, s) for _, s in rows) else f"{first.help} (each one's own rule)"
+            param = f"setting_{name}"
+            params[param] = name
+            f = click.option(flag, *aliases.get(name, ()), param, type=SettingParam(first, flag, strict),
+                             default=None, help=f"{text} ({kind}: {owners})")(f)
+
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            kwargs[dest] = {name: kwargs.pop(p) for p, name in params.items() if kwargs.get(p) is not None}
+            for p in params:
+                kwargs.pop(p, None)
+            return f(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def settings_lines(tables: dict) -> list[str]:
+    """One line per registered name and one per declared setting (``name=RULE  help [default]``), for
+    the listing commands: every line comes from the declarations."""
+    from memaudit_solvers.settings import describe
+
+    lines = []
+    for owner, declared in tables.items():
+        lines.append(owner + ("" if declared else "  (no settings)"))
+        lines += [f"  {s.name}: {describe(s)}" for s in declared]
+    return lines
+
+
+def settings_for(declared, flags: dict) -> dict:
+    """The values of ``flags`` (``{setting name: value}``) that ``declared`` declares."""
+    names = {s.name for s in declared}
+    return {k: v for k, v in flags.items() if k in names}

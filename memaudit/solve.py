@@ -2,35 +2,30 @@
 
 from __future__ import annotations
 
-import inspect
 import math
-import numbers
 import time
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
-
 from memaudit_solvers import BackendUnavailable, Declined, Problem, ProblemError, Result, SolverError
 from memaudit_solvers.certify import CERT_RTOL, Certification, compare_results, run_rescaled
-from memaudit_solvers.objective import coverage_sums, h_values, is_feasible
-from memaudit_solvers.registry import BACKENDS, get_method, method_names
+from memaudit_solvers.objective import is_feasible
+from memaudit_solvers.registry import (BACKENDS, PROGRESS_METHODS, TIME_LIMIT, check_settings, get_method, method_names,
+                                       method_owner, method_settings, stamp_result)
 
 from .errors import MemauditError, MethodError
-from .package import CANDIDATE_KINDS, Compiled, Package, candidate_costs, compile_package
+from .package import CANDIDATE_KINDS, Compiled, Package, compile_package
+from .store_view import fully_covered, store_rows, uncovered_units  # noqa: F401  (re-exported)
 
 __all__ = ["SolveReport", "solve_package", "store_rows", "uncovered_units", "resolve_method",
            "resolve_backend", "BACKEND_ALIASES", "BackendUnavailableError", "BackendDeclinedError",
-           "method_time_limit", "takes_time_limit", "run_solver", "declined_message"]
+           "method_time_limit", "takes_time_limit", "run_solver", "declined_message", "checked_settings"]
 
 #: short names accepted for the certifying back-ends (``none`` = do not certify)
 BACKEND_ALIASES = {"highs": "milp-highs", "cbc": "milp-cbc", "cpsat": "cpsat", "scip": "milp-scip", "none": None}
 
 #: ``backend="auto"`` takes the first of these that differs from the method
 AUTO_BACKENDS = ("milp-highs", "milp-cbc", "cpsat")
-
-#: relative tolerance under which a unit counts as fully covered (h(s) >= (1 - tol) * h(inf))
-_FULL_RTOL = 1e-9
 
 
 class BackendUnavailableError(MemauditError, ImportError):
@@ -60,10 +55,10 @@ def resolve_method(name: str) -> str:
     --------
     >>> resolve_method("bnb"), resolve_method("highs")
     ('bnb', 'milp-highs')
-    >>> resolve_method("simplex")
+    >>> resolve_method("simplex")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    memaudit.errors.MethodError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, density-global, fact-only, fifo, greedy, gvt, gvt-geometric, gvt-upgrade, milp-cbc, milp-highs, milp-scip, random, recency, recency-raw, summary-only, kind:<k>
+    memaudit.errors.MethodError: unknown method 'simplex'; valid methods: bnb, brute, ..., kind:<k>
     """
     if not isinstance(name, str):
         raise MethodError(f"a method name must be a string; got {name!r}; valid methods: {method_names()}")
@@ -105,19 +100,28 @@ def resolve_backend(name: str | None, method: str | None = None) -> str | None:
     raise MethodError(f"unknown back-end {name!r}; valid back-ends: {_valid_backends()}, auto")
 
 
-def method_time_limit(time_limit) -> float | None:
-    """Validate a time limit in seconds (None = no limit)."""
-    if time_limit is None:
-        return None
-    if (isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real) or math.isnan(time_limit)
-            or not time_limit > 0):
-        raise MethodError(f"the time limit must be a number of seconds > 0; got {time_limit!r}")
-    return None if math.isinf(time_limit) else float(time_limit)
+def method_time_limit(time_limit, owner: str = "solve") -> float | None:
+    """Validate a time limit in seconds with the declared ``time_limit`` setting (None or infinity: no limit).
+
+    Examples
+    --------
+    >>> method_time_limit(5), method_time_limit(float("inf"))
+    (5.0, None)
+    >>> method_time_limit(float("nan"))
+    Traceback (most recent call last):
+    ...
+    memaudit.errors.MethodError: solve: setting 'time_limit' must be none or a number > 0; got nan
+    """
+    try:
+        value = TIME_LIMIT.check(owner, time_limit)
+    except ValueError as exc:
+        raise MethodError(str(exc)) from None
+    return None if value is None or math.isinf(value) else value
 
 
 def takes_time_limit(name: str) -> bool:
-    """True when the registered method ``name`` accepts a ``time_limit`` setting."""
-    return "time_limit" in inspect.signature(get_method(resolve_method(name))).parameters
+    """True when the registered method ``name`` declares a ``time_limit`` setting."""
+    return any(s.name == "time_limit" for s in method_settings(resolve_method(name)))
 
 
 def _search_progress(say: Callable[[str], None]) -> Callable:
@@ -130,11 +134,15 @@ def _search_progress(say: Callable[[str], None]) -> Callable:
 
 
 def _settings(name: str, time_limit: float | None) -> dict:
-    if time_limit is None:
-        return {}
-    if not takes_time_limit(name):
-        raise MethodError(f"method {name!r} takes no time limit; drop --time-limit or choose another method")
-    return {"time_limit": time_limit}
+    return {} if time_limit is None else checked_settings(name, {"time_limit": time_limit})
+
+
+def checked_settings(name: str, settings: dict) -> dict:
+    """``settings`` checked against what method ``name`` declares; a MethodError in the one template."""
+    try:
+        return check_settings(name, settings)
+    except ValueError as exc:
+        raise MethodError(str(exc)) from None
 
 
 def declined_message(name: str, exc: Exception) -> str:
@@ -142,11 +150,14 @@ def declined_message(name: str, exc: Exception) -> str:
     return f"{name} declined this package: {exc}; try another back-end ({others})"
 
 
-def run_solver(name: str, problem: Problem, budget: float, settings: dict) -> Result:
-    """Run a registered method; a missing back-end, numbers no solver can state and settings the
-    method rejects become one-line errors (a back-end that declines still raises ``Declined``)."""
+def run_solver(name: str, problem: Problem, budget: float, settings: dict, progress: Callable | None = None) -> Result:
+    """Run a registered method with its settings checked against its declarations; a missing back-end,
+    numbers no solver can state and settings the method rejects become one-line errors (a back-end
+    that declines still raises ``Declined``).  ``progress`` reaches the methods that report it."""
+    checked = checked_settings(name, settings)
+    hook = {"progress": progress} if progress is not None and name in PROGRESS_METHODS else {}
     try:
-        return run_rescaled(get_method(name), problem, budget, **settings)
+        return stamp_result(name, run_rescaled(get_method(name), problem, budget, **checked, **hook), checked)
     except BackendUnavailable as exc:
         raise BackendUnavailableError(str(exc)) from exc
     except (ProblemError, SolverError) as exc:
@@ -155,8 +166,8 @@ def run_solver(name: str, problem: Problem, budget: float, settings: dict) -> Re
     except Declined:
         raise
     except (ValueError, TypeError) as exc:
-        # a setting the method rejects (e.g. gvt eps outside (0, 1), a negative seed)
-        raise MethodError(f"{name}: {exc}") from exc
+        # a rule the method checks beyond its declarations
+        raise MethodError(f"{method_owner(name)}: {exc}") from exc
 
 
 def _probe_backend(name: str) -> None:
@@ -265,7 +276,8 @@ class SolveReport:
 
 def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: str | None = "auto",
                   time_limit: float | None = None, backend_time_limit: float | None = None,
-                  rtol: float = CERT_RTOL, progress: Callable[[str], None] | None = None) -> SolveReport:
+                  rtol: float = CERT_RTOL, progress: Callable[[str], None] | None = None,
+                  settings: dict | None = None) -> SolveReport:
     """Compile ``pkg``, solve it with ``method`` and, independently, with the certifying ``backend``.
 
     Parameters
@@ -287,6 +299,9 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
         Called with a short line ("solving with bnb...") before each long step, and with the
         search's own progress lines (elapsed, nodes, incumbent, bound, gap) from methods that
         report it (bnb, about once a second).
+    settings : dict, optional
+        The method's other declared settings (e.g. ``{"node_lp": False}`` for bnb), checked against
+        its declarations; ``time_limit`` is the argument above.
 
     Returns
     -------
@@ -323,15 +338,14 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
     backend = resolve_backend(backend, name)
     note = (f"certifying back-end {backend}: the method is {AUTO_BACKENDS[0]}"
             if auto and backend != AUTO_BACKENDS[0] else "")
-    time_limit = method_time_limit(time_limit)
-    backend_time_limit = time_limit if backend_time_limit is None else method_time_limit(backend_time_limit)
+    time_limit = method_time_limit(time_limit, method_owner(name))
+    backend_time_limit = (time_limit if backend_time_limit is None
+                          else method_time_limit(backend_time_limit, f"back-end {backend!r}"))
     if backend == name:
         raise MethodError(f"the certifying back-end must differ from the method; both are {name!r}: "
                           "choose another --backend or --backend none")
     say = progress or (lambda line: None)
-    settings = _settings(name, time_limit)
-    if progress is not None and "progress" in inspect.signature(get_method(name)).parameters:
-        settings["progress"] = _search_progress(progress)
+    settings = {**checked_settings(name, dict(settings or {})), **_settings(name, time_limit)}
     backend_settings = _settings(backend, backend_time_limit) if backend is not None else {}
     _warm_up()
     if backend is not None:
@@ -343,7 +357,8 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
         say(note)
     say(f"solving with {name}...")
     try:
-        result = run_solver(name, problem, budget, settings)
+        result = run_solver(name, problem, budget, settings,
+                            progress=_search_progress(progress) if progress is not None else None)
     except Declined as exc:
         raise BackendDeclinedError(declined_message(name, exc)) from exc
     if backend is None:
@@ -376,68 +391,4 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
 
 def _run_backend(name: str, problem: Problem, budget: float, settings: dict) -> Result:
     """Run a certifying back-end; its SolverError and a missing install propagate as they are."""
-    return run_rescaled(get_method(name), problem, budget, **settings)
-
-
-# -- describing the store -----------------------------------------------------
-
-def store_rows(report: SolveReport, result: Result | None = None) -> list[dict]:
-    """The chosen store, one row per stored candidate, in stream order of the experiences.
-
-    Each row: ``experience``, ``candidate``, ``kind``, ``cost``, ``units`` (``{unit id:
-    coverage a[u, r]}`` for every unit the candidate covers).  ``result`` defaults to the
-    method's (``report.result``); pass ``report.best_result`` for the store a reader should see.
-    """
-    pkg, compiled = report.package, report.compiled
-    costs = candidate_costs(pkg)
-    chosen = set(compiled.ids((result or report.result).chosen))
-    rows = []
-    for c in pkg.candidates:  # ordered by experience below
-        if c.id in chosen:
-            rows.append({"experience": c.experience, "candidate": c.id, "kind": c.kind, "cost": costs[c.id],
-                         "units": {u: float(a) for u, a in c.coverage.items() if a > 0}})
-    order = {eid: g for g, eid in enumerate(compiled.experience_ids)}
-    rows.sort(key=lambda row: order[row["experience"]])
-    return rows
-
-
-def _full_values(problem: Problem) -> np.ndarray:
-    """h_r(inf): the value each unit saturates at (the smallest intercept of its flat pieces), shape (n_units,)."""
-    flat = np.where(problem.h_slopes == 0, problem.h_intercepts, np.inf)
-    return flat.min(axis=1)
-
-
-def fully_covered(problem: Problem, chosen) -> np.ndarray:
-    """Boolean mask over units: True where the store ``chosen`` covers the unit fully.
-
-    Unit r is fully covered when ``h_r(s_r) >= (1 - 1e-9) * h_r(inf)`` (see :func:`uncovered_units`).
-    """
-    sums = coverage_sums(problem, chosen)
-    h = h_values(problem, np.arange(problem.n_units), sums)
-    full = _full_values(problem)
-    return np.isinf(full) | (h >= (1 - _FULL_RTOL) * full)
-
-
-def uncovered_units(report: SolveReport, result: Result | None = None) -> list[dict]:
-    """Units the store does not fully cover, in package order.
-
-    Rule: unit r is fully covered when ``h_r(s_r) >= (1 - 1e-9) * h_r(inf)``, where ``s_r`` is
-    the store's summed coverage and ``h_r(inf)`` the value h saturates at (1 for the default
-    ``min(1, z)``, ``cap`` for ``{"cap": c}``, the last breakpoint's value otherwise).  Every other
-    unit is listed, partly covered ones included.  Each row: ``unit``, ``kind``, ``weight``,
-    ``coverage`` (s_r), ``level`` (h_r(s_r) / h_r(inf), in [0, 1)) and ``lost`` (the weighted
-    value missing, ``w_r * (h_r(inf) - h_r(s_r))``).  ``result`` as in :func:`store_rows`.
-    """
-    problem = report.compiled.problem
-    chosen = (result or report.result).chosen
-    sums = coverage_sums(problem, chosen)
-    h = h_values(problem, np.arange(problem.n_units), sums)
-    full = _full_values(problem)
-    covered = fully_covered(problem, chosen)
-    rows = []
-    for r, unit in enumerate(report.package.units):
-        if covered[r]:
-            continue
-        rows.append({"unit": unit.id, "kind": unit.kind, "weight": float(unit.weight), "coverage": float(sums[r]),
-                     "level": float(h[r] / full[r]), "lost": float(problem.weights[r] * (full[r] - h[r]))})
-    return rows
+    return stamp_result(name, run_rescaled(get_method(name), problem, budget, **settings), settings)

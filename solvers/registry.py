@@ -1,41 +1,96 @@
-"""Every method by name, in one plain dict, all with the contract ``fn(problem, budget, /, **settings)``.
+"""Every method by name, each declared once with its settings, all with the contract ``fn(problem, budget, /, **settings)``.
 
-``kind:<k>`` (the online writer that always writes kind k) is the one parametric name:
-:func:`get_method` builds it for any k.
+A registration is one line ``"name": (function, *settings)``: the :class:`~memaudit_solvers.settings.Setting`
+objects say what the function takes (type, interval or choices, default, help).  :func:`check_settings`
+validates given settings against them with the one message template, :func:`run_method` runs a
+method with checked settings and stamps ``Result.method`` and ``Result.settings``; the command line
+builds its flags and ``--help`` lists from :data:`SETTINGS`.  ``kind:<k>`` (the online writer that always
+writes kind k) is the one parametric name: :func:`get_method` builds it for any k.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
-from .baselines import (density, density_global, fifo, gvt, gvt_geometric, gvt_upgrade, kind_greedy, kind_writer,
-                        random_store, recency, recency_raw)
+from .baselines import (PICKS, density, density_global, fifo, gvt, gvt_geometric, gvt_upgrade, kind_greedy,
+                        kind_writer, random_store, recency, recency_raw)
 from .bnb import branch_and_bound
-from .bruteforce import brute_force
+from .bruteforce import MAX_BRUTE_STORES, brute_force
+from .enumeration import greedy_enum
 from .greedy import greedy
 from .milp import BACKENDS
+from .result import Result
+from .settings import Setting, validate_settings
 
-__all__ = ["METHODS", "EXACT_METHODS", "BASELINES", "ONLINE_METHODS", "NEEDS_KINDS", "BACKENDS", "get_method", "run_method",
-           "method_names"]
+__all__ = ["METHODS", "EXACT_METHODS", "BASELINES", "ONLINE_METHODS", "NEEDS_KINDS", "BACKENDS", "SETTINGS",
+           "PROGRESS_METHODS", "get_method", "run_method", "method_names", "method_settings", "check_settings",
+           "method_owner", "stamp_result"]
 
-#: methods that prove optimality when they finish
-EXACT_METHODS = {"bnb": branch_and_bound, "brute": brute_force, **BACKENDS}
+# -- the settings methods declare (shared declarations are one object) -----------------------
+
+TIME_LIMIT = Setting("time_limit", float, None, "Seconds before the search stops with its best store (none: no limit).",
+                     low=0, low_open=True, optional=True)
+THREADS = Setting("threads", int, 1, "Threads the back-end may use.", low=1)
+INTEGRAL_Y = Setting("integral_y", bool, True, "State the piece variables y as integers (exact h on every piece).")
+SEED = Setting("seed", int, 0, "Seed of the random store.", low=0)
+EPS = Setting("eps", float, 0.1, "The threshold falls by a factor (1 - eps) per step.",
+              low=0, high=1, low_open=True, high_open=True)
+FLOOR = Setting("floor", float, 1e-3, "Lowest threshold, as a fraction of the first.",
+                low=0, high=1, low_open=True)
+BEST_SINGLE = Setting("best_single", bool, True, "Return the best single candidate instead when it is worth more.")
+PICK = Setting("pick", str, "verbatim", "What the writer writes for each experience: verbatim (its largest "
+               "candidate, the raw span), cheapest, or value (largest standalone value; reads the query weights).",
+               choices=PICKS)
+_BNB = (TIME_LIMIT,
+        Setting("root_lp", bool, True, "Bound the root with the LP relaxation (off: Lagrangian bounds only)."),
+        Setting("node_lp", bool, True, "Re-solve the LP at search nodes."),
+        Setting("max_combos", int, 4096, "Largest number of group combinations a component enumerates.", low=1),
+        Setting("dp_limit", int, 20_000_000, "Largest table of the exact dynamic programme over a component.", low=1))
+_MILP = (TIME_LIMIT, THREADS, INTEGRAL_Y)
+
+#: methods that prove optimality when they finish: name -> (function, *settings)
+_EXACT = {"bnb": (branch_and_bound, *_BNB),
+          "brute": (brute_force, Setting("max_stores", int, MAX_BRUTE_STORES,
+                                         "Refuse problems with more stores than this.", low=1)),
+          "milp-highs": (BACKENDS["milp-highs"], *_MILP),
+          "milp-cbc": (BACKENDS["milp-cbc"], *_MILP),
+          "cpsat": (BACKENDS["cpsat"], TIME_LIMIT, THREADS),
+          "milp-scip": (BACKENDS["milp-scip"], *_MILP)}
 
 #: heuristics that see the whole package (status ``heuristic``)
-BASELINES = {"density": density, "density-global": density_global, "greedy": greedy, "gvt": gvt,
-             "gvt-geometric": gvt_geometric, "gvt-upgrade": gvt_upgrade,
-             "fact-only": functools.partial(kind_greedy, kind="fact"),
-             "summary-only": functools.partial(kind_greedy, kind="summary"),
-             "recency-raw": recency_raw, "random": random_store}
+_BASELINES = {"density": (density,),
+              "density-global": (density_global,),
+              "greedy": (greedy,),
+              "gvt": (gvt,),
+              "gvt-geometric": (gvt_geometric, EPS, FLOOR, BEST_SINGLE),
+              "gvt-upgrade": (gvt_upgrade, EPS, FLOOR, BEST_SINGLE),
+              "fact-only": (functools.partial(kind_greedy, kind="fact"),),
+              "summary-only": (functools.partial(kind_greedy, kind="summary"),),
+              "recency-raw": (recency_raw,),
+              "random": (random_store, SEED),
+              "greedy-enum": (greedy_enum, Setting("size", int, 2, "Largest seed set enumerated.", low=0, high=3))}
+
+#: writers that decide as each experience arrives (status ``heuristic``); plus ``kind:<k>``
+_ONLINE = {"fifo": (fifo, PICK),
+           "recency": (recency, PICK)}
+
+EXACT_METHODS = {name: row[0] for name, row in _EXACT.items()}
+BASELINES = {name: row[0] for name, row in _BASELINES.items()}
+ONLINE_METHODS = {name: row[0] for name, row in _ONLINE.items()}
 
 #: the methods that read candidate kinds (``problem.kinds``) and refuse a problem without them, besides ``kind:<k>``
 NEEDS_KINDS = ("fact-only", "summary-only", "recency-raw")
 
-#: writers that decide as each experience arrives (status ``heuristic``); plus ``kind:<k>``
-ONLINE_METHODS = {"fifo": fifo, "recency": recency}
-
 #: every registered method with a fixed name
 METHODS = {**EXACT_METHODS, **BASELINES, **ONLINE_METHODS}
+
+#: every method's declared settings, by name (``kind:<k>`` takes none)
+SETTINGS: dict[str, tuple[Setting, ...]] = {name: tuple(s for s in row[1:] if isinstance(s, Setting))
+                                           for name, row in {**_EXACT, **_BASELINES, **_ONLINE}.items()}
+
+#: methods that take a ``progress`` callable (a hook, not a setting): bnb reports about once a second
+PROGRESS_METHODS = frozenset({"bnb"})
 
 #: parametric names: ``prefix:argument``
 _PARAMETRIC = {"kind": ("kind", kind_writer)}
@@ -55,10 +110,10 @@ def get_method(name: str):
     'branch_and_bound'
     >>> get_method("kind:fact").keywords
     {'kind': 'fact'}
-    >>> get_method("simplex")
+    >>> get_method("simplex")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: unknown method 'simplex'; valid methods: bnb, brute, cpsat, density, density-global, fact-only, fifo, greedy, gvt, gvt-geometric, gvt-upgrade, milp-cbc, milp-highs, milp-scip, random, recency, recency-raw, summary-only, kind:<k>
+    ValueError: unknown method 'simplex'; valid methods: bnb, brute, ..., kind:<k>
     """
     if name in METHODS:
         return METHODS[name]
@@ -71,6 +126,52 @@ def get_method(name: str):
     raise ValueError(f"unknown method {name!r}; valid methods: {method_names()}")
 
 
-def run_method(name: str, problem, budget: float, /, **settings):
-    """Run the method registered under ``name``."""
-    return get_method(name)(problem, budget, **settings)
+def method_settings(name: str) -> tuple[Setting, ...]:
+    """The settings method ``name`` declares (a ValueError for an unknown name).
+
+    Examples
+    --------
+    >>> [s.name for s in method_settings("gvt-geometric")], method_settings("kind:fact")
+    (['eps', 'floor', 'best_single'], ())
+    """
+    get_method(name)
+    return SETTINGS.get(name, ())
+
+
+def method_owner(name: str) -> str:
+    """How messages name method ``name``: ``method 'gvt-geometric'``."""
+    return f"method {name!r}"
+
+
+def check_settings(name: str, settings: dict) -> dict:
+    """``settings`` checked against what method ``name`` declares (the one message template).
+
+    Examples
+    --------
+    >>> check_settings("random", {"seed": 3})
+    {'seed': 3}
+    >>> check_settings("random", {"seed": -1})
+    Traceback (most recent call last):
+    ...
+    ValueError: method 'random': setting 'seed' must be an integer >= 0; got -1
+    """
+    return validate_settings(method_owner(name), method_settings(name), settings)
+
+
+def stamp_result(name: str, result: Result, settings: dict) -> Result:
+    """``result`` with ``method = name`` and every declared setting recorded (given, else default)."""
+    stamped = dict(result.settings)
+    for s in method_settings(name):
+        stamped.setdefault(s.name, settings.get(s.name, s.default))
+    if result.method == name and stamped == result.settings:
+        return result
+    return dataclasses.replace(result, method=name, settings=stamped)
+
+
+def run_method(name: str, problem, budget: float, /, *, progress=None, **settings) -> Result:
+    """Run the method registered under ``name`` with checked settings; ``progress`` goes to the
+    methods of :data:`PROGRESS_METHODS` only."""
+    fn = get_method(name)
+    checked = check_settings(name, settings)
+    extra = {"progress": progress} if progress is not None and name in PROGRESS_METHODS else {}
+    return stamp_result(name, fn(problem, budget, **checked, **extra), checked)

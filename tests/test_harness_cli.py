@@ -144,9 +144,9 @@ def test_not_a_run_file(runner, tmp_path):
 # -- review fixes ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("extra,match", [
-    (["--timeout", "inf"], "timeout must be a finite number"),
-    (["--backoff", "nan"], "backoff must be a finite number"),
-    (["--backoff", "inf"], "backoff must be a finite number"),
+    (["--timeout", "inf"], "reader 'command': setting 'timeout' must be a number in (0, 86400]; got inf"),
+    (["--backoff", "nan"], "reader 'command': setting 'backoff' must be a number in [0, 86400]; got nan"),
+    (["--backoff", "inf"], "reader 'command': setting 'backoff' must be a number in [0, 86400]; got inf"),
 ])
 def test_non_finite_reader_settings_are_one_line(runner, extra, match):
     one_line_error(invoke(runner, "run", EXAMPLE, "--policy", "profile", "--reader-cmd", fake("reader"), *extra), match)

@@ -134,12 +134,12 @@ def test_policies_see_only_the_past():
 
 @pytest.mark.parametrize("spec,match", [
     ("nope", "unknown policy 'nope'; valid policies: fresh"),
-    ("last-exchanges:n=-1", "setting n must be an integer >= 0"),
-    ("last-exchanges:m=3", "valid settings: n, stamp"),
+    ("last-exchanges:n=-1", "policy 'last-exchanges': setting 'n' must be an integer >= 0; got '-1'"),
+    ("last-exchanges:m=3", "setting 'm' must be one of the declared settings .n, stamp.; got 3"),
     ("last-exchanges:n", "must be written key=value"),
     ("profile+bm25-redacted:redact_deleted=false", "fixed by the policy name"),
     ("ga-paper:weights=1/2", "three numbers"),
-    ("ga-code:decay=2", "setting decay must be a finite number in [0, 1]"),
+    ("ga-code:decay=2", "setting 'decay' must be none or a number in [0, 1]; got '2'"),
 ])
 def test_bad_policy_specs(spec, match):
     with pytest.raises(HarnessError, match=match.replace("[", r"\[").replace("]", r"\]")):
@@ -212,7 +212,7 @@ def test_json_duplicate_keys_are_refused(tmp_path):
 
 
 def test_duplicate_policy_settings_are_refused():
-    with pytest.raises(HarnessError, match="setting 'stamp' is given twice"):
+    with pytest.raises(HarnessError, match="setting 'stamp' must be given once"):
         parse_policy("profile:stamp=true,stamp=false")
 
 

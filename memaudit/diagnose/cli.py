@@ -95,7 +95,7 @@ def load_compiled(name: str, kinds):
               help="Save the attribution bars and the write-ratio scatter (PNG, or by suffix).")
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr.")
 def diagnose_command(scenario, policies, budget, budget_frac, kinds, forms, reader, reader_cmd, judge_cmd,
-                     allow_same_judge, timeout, retries, backoff, cache_dir, backend, as_json, out, plot, verbose):
+                     allow_same_judge, reader_flags, backend, as_json, out, plot, verbose):
     """Locate each failure on SCENARIO: write time beside read time, per policy.
 
     SCENARIO is a memaudit-scenario/1 file, `bench` (the 30-session memory bench with its
@@ -125,8 +125,7 @@ def diagnose_command(scenario, policies, budget, budget_frac, kinds, forms, read
         say(f"compiling {scenario} to one package per checkpoint...")
     name, settings, compiled = load_compiled(scenario, kind_list)
     sc = compiled.scenario
-    r, judge = _build_reader(reader, reader_cmd, judge_cmd, allow_same_judge, timeout, retries, backoff, cache_dir,
-                             default="mechanical")
+    r, judge = _build_reader(reader, reader_cmd, judge_cmd, allow_same_judge, reader_flags, default="mechanical")
     hook = _hook_module(scenario)
     specs = list(policies) or list(getattr(hook, "DIAGNOSE_POLICIES", ())) or [*BENCH_POLICIES, "opt"]
     if hook is not None and hasattr(hook, "parse_policies"):

@@ -1,6 +1,6 @@
 """Command-line commands of this subpackage; ``memaudit.cli`` adds every entry of ``COMMANDS``.
 
-``memaudit generate small|validity|natural|paper-small|paper-update-chain|paper-temporal-interval``,
+``memaudit generate small|validity|natural|paper-small|paper-update-chain|paper-temporal-interval|density-trap``,
 ``memaudit ablate``, ``memaudit report findings`` and ``memaudit report paper``.
 """
 
@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 
 import click
+
+from .density_trap import MAX_K as MAX_TRAP_K
+from .density_trap import TOPICS as TRAP_TOPICS
 
 __all__ = ["COMMANDS", "generate", "ablate_command", "report"]
 
@@ -162,6 +165,46 @@ _paper_fixed("paper-update-chain", "The MEMAUDIT paper's update-chain stress pac
 _paper_fixed("paper-temporal-interval", "The MEMAUDIT paper's temporal-interval stress package (deterministic: no "
              "seed).\n\nFive intervals (label fact, interval fact, coarse summary, raw), then two closures of open\n"
              "intervals: 7 experiences, 30 candidates, total candidate cost 88.")
+
+
+@generate.command("density-trap")
+@click.option("--k", "k", type=click.IntRange(2, MAX_TRAP_K), default=10, show_default=True,
+              help="Units per topic: the current value and K - 1 retired values; density keeps about 1/K.")
+@click.option("--topics", type=click.IntRange(1, len(TRAP_TOPICS)), default=1, show_default=True,
+              help="Number of topics (experiences).")
+@click.option("--cost-model", type=click.Choice(["words", "chars", "bytes", "tokens"]), default="words",
+              show_default=True, help="Cost model of the package.")
+@click.option("-o", "--output", type=click.Path(), default=None, metavar="PACKAGE.json",
+              help="Write the package here (default: print it).")
+@click.option("--budget", type=click.FloatRange(min=0), default=None, metavar="B",
+              help="Write this budget instead of the construction's (the cost of the compound updates).")
+@click.option("--budget-frac", "budget_frac", type=click.FloatRange(min=0), default=None, metavar="F",
+              help="Write budget = F x the stream cost instead of the construction's.")
+def density_trap_command(k, topics, cost_model, output, budget, budget_frac):
+    """A package where density-only selection keeps about 1/K of OPT.
+
+    Each topic is one experience that moves an attribute to a new value and retires
+    K - 1 old ones.  Its fact is the densest candidate, so density stores it and the
+    experience's one slot is gone: the compound update (OPT) can never follow.
+    Density's ratio is 1 / (1 + w (K - 1)), w = 0.9 with words, at the package's own
+    budget (the compound updates' cost; --budget / --budget-frac write another).  See
+    memaudit/generators/density_trap.py for the construction.
+    """
+    from ..clitools import check_budget_flags, num
+    from ..package import package_to_dict, save_package
+    from . import with_budget
+    from .density_trap import density_trap
+
+    check_budget_flags(budget, budget_frac)
+    pkg = with_budget(density_trap(k, topics=topics, cost_model=cost_model), budget=budget, budget_frac=budget_frac)
+    if output is None:
+        click.echo(json.dumps(package_to_dict(pkg), indent=2, ensure_ascii=False, allow_nan=False))
+    else:
+        save_package(pkg, output)
+        trap = ("" if budget is not None or budget_frac is not None else
+                f"; density keeps {pkg.meta['density_ratio_by_construction']:.3f} of OPT by construction")
+        click.echo(f"wrote {output}: {len(pkg.candidates)} candidates, {len(pkg.units)} units, budget "
+                   f"{num(pkg.budget)}{trap}")
 
 
 @click.command(name="ablate")

@@ -19,6 +19,9 @@ def _forms(value: str) -> tuple[str, ...]:
 
 
 def _emit(doc: dict, lines: list[str], as_json: bool, out: str | None) -> None:
+    """Print the run (JSON escapes control characters itself; every table line goes through
+    ``safe_echo``: scenario ids, policy and probe names are read from inputs)."""
+    from ..clitools import safe_echo
     from .trial import write_run
 
     if out is not None:
@@ -27,17 +30,23 @@ def _emit(doc: dict, lines: list[str], as_json: bool, out: str | None) -> None:
         click.echo(json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False))
     else:
         for line in lines:
-            click.echo(line)
+            safe_echo(line)
         if out is not None:
-            click.echo("")
-            click.echo("wrote " + ", ".join(paths))
+            safe_echo("")
+            safe_echo("wrote " + ", ".join(paths))
 
 
 def _reader_options(f):
+    from ..clitools import setting_flags
+    from .readers import READER_SETTINGS, READERS
+
+    f = setting_flags(READER_SETTINGS, dest="reader_flags", kind="readers", usage_errors=False)(f)
     opts = [
-        click.option("--reader", type=click.Choice(["classifier", "mechanical", "command"]), default=None,
-                     help="What answers the probes: the context classifier (no model, the 30-session memory bench), the "
-                          "mechanical word-overlap reader (the memory-eval-harness chapter), or --reader-cmd."),
+        click.option("--reader", default=None, metavar="NAME[:k=v,...]",
+                     help="What answers the probes: " + ", ".join(READERS) + " (the context classifier: no model, "
+                          "the 30-session memory bench; the mechanical word-overlap reader: the memory-eval-harness "
+                          "chapter; command: --reader-cmd), optionally with its settings, e.g. "
+                          "mechanical:min_overlap=1."),
         click.option("--reader-cmd", default=None, metavar="CMD",
                      help='Command that gets each prompt on standard input and prints the answer, e.g. "claude -p" '
                           '(implies --reader command).'),
@@ -45,40 +54,33 @@ def _reader_options(f):
                      help="Command that grades free-text answers (yes / no / STALE rubric); must differ from "
                           "--reader-cmd."),
         click.option("--allow-same-judge", is_flag=True, help="Accept a judge command identical to the reader's."),
-        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
-                     metavar="SECONDS", help="Time-out of one reader / judge command run."),
-        click.option("--retries", type=click.IntRange(min=0), default=2, show_default=True,
-                     help="Retries of a failed reader / judge run (non-zero exit, time-out, empty output)."),
-        click.option("--backoff", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="SECONDS",
-                     help="Wait before the first retry; doubles on each further retry."),
-        click.option("--cache-dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
-                     help="Cache command outputs here, keyed by sha256 of (command, prompt)."),
     ]
     for opt in reversed(opts):
         f = opt(f)
     return f
 
 
-def _build_reader(reader, reader_cmd, judge_cmd, allow_same_judge, timeout, retries, backoff, cache_dir,
-                  default="classifier"):
+def _build_reader(reader, reader_cmd, judge_cmd, allow_same_judge, reader_flags, default="classifier"):
+    from ..clitools import settings_for
     from .errors import HarnessError
-    from .readers import classifier_reader, command_reader, judge_command, mechanical_reader
+    from .readers import COMMAND_SETTINGS, READER_SETTINGS, judge_command, make_reader
 
-    if reader_cmd is not None and reader not in (None, "command"):
+    name = (reader or "").partition(":")[0] or None
+    if reader_cmd is not None and name not in (None, "command"):
         raise HarnessError(f"--reader-cmd goes with --reader command, not --reader {reader}")
-    name = reader or ("command" if reader_cmd is not None else default)
-    if name == "command":
-        if reader_cmd is None:
-            raise HarnessError("--reader command needs --reader-cmd CMD (e.g. --reader-cmd \"claude -p\")")
-        r = command_reader(reader_cmd, timeout=timeout, retries=retries, backoff=backoff, cache_dir=cache_dir)
-    elif name == "mechanical":
-        r = mechanical_reader()
-    else:
-        r = classifier_reader()
+    spec = reader or ("command" if reader_cmd is not None else default)
+    name = spec.partition(":")[0]
+    if name == "command" and reader_cmd is None:
+        raise HarnessError("--reader command needs --reader-cmd CMD (e.g. --reader-cmd \"claude -p\")")
+    r = make_reader(spec, reader_cmd, **settings_for(READER_SETTINGS.get(name, ()), reader_flags))
     judge = None
     if judge_cmd is not None:
-        judge = judge_command(judge_cmd, reader=r, allow_same_judge=allow_same_judge, timeout=timeout,
-                              retries=retries, backoff=backoff, cache_dir=cache_dir)
+        from memaudit_solvers.settings import validate_settings
+        try:
+            given = validate_settings("judge command", COMMAND_SETTINGS, settings_for(COMMAND_SETTINGS, reader_flags))
+        except ValueError as exc:
+            raise HarnessError(str(exc)) from None
+        judge = judge_command(judge_cmd, reader=r, allow_same_judge=allow_same_judge, **given)
     return r, judge
 
 
@@ -105,7 +107,23 @@ def harness():
     bench  the 30-session memory bench of ten memory policies
     run    your own scenario file under chosen policies and a reader
     diff   compare two runs probe by probe (same probes, one change)
+    list   the policies and readers with their settings
     """
+
+
+@harness.command("list")
+def list_command():
+    """Every policy and reader with its declared settings (NAME:key=value in --policy / --reader)."""
+    from ..clitools import settings_lines
+    from .policies import POLICY_SETTINGS
+    from .readers import READER_SETTINGS
+
+    click.echo("policies (--policy NAME[:key=value,...]):")
+    for line in settings_lines(POLICY_SETTINGS):
+        click.echo("  " + line)
+    click.echo("readers (--reader NAME[:key=value,...]):")
+    for line in settings_lines(READER_SETTINGS):
+        click.echo("  " + line)
 
 
 @harness.command()
@@ -141,7 +159,7 @@ def lab(policies, as_json, out):
 @click.option("--out", type=click.Path(), default=None, metavar="DIR", help="Write run.json, summary.csv, rows.csv.")
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr.")
 def bench(n_sessions, exchanges_per_session, seed, policies, extra, forms, reader, reader_cmd, judge_cmd,
-          allow_same_judge, timeout, retries, backoff, cache_dir, as_json, out, verbose):
+          allow_same_judge, reader_flags, as_json, out, verbose):
     """The 30-session memory bench: 15 facts over N sessions, probes at days 10/20/30, ten policies.
 
     Prints the 30-session memory bench's two tables: per probe form, and both forms combined (stored tokens are
@@ -151,7 +169,7 @@ def bench(n_sessions, exchanges_per_session, seed, policies, extra, forms, reade
     from .bench import combined_lines, per_form_lines, run_bench
     from .policies import BENCH_POLICIES, EXTRA_POLICIES, parse_policy
 
-    r, judge = _build_reader(reader, reader_cmd, judge_cmd, allow_same_judge, timeout, retries, backoff, cache_dir)
+    r, judge = _build_reader(reader, reader_cmd, judge_cmd, allow_same_judge, reader_flags)
     pols = [parse_policy(p) for p in (policies or BENCH_POLICIES)]
     if extra:  # --extra adds the extra policies not already named with --policy
         pols += [p for p in map(parse_policy, EXTRA_POLICIES) if p.name not in {q.name for q in pols}]
@@ -169,7 +187,8 @@ def bench(n_sessions, exchanges_per_session, seed, policies, extra, forms, reade
 @harness.command("run")
 @click.argument("scenario", type=click.Path())
 @click.option("--policy", "policies", multiple=True, required=True, metavar="NAME[:k=v,...]",
-              help="Policy to run (repeatable), e.g. profile, bm25-transcript:k=3, last-exchanges:n=8.")
+              help="Policy to run (repeatable), e.g. profile, bm25-transcript:k=3, last-exchanges:n=8; "
+                   "`memaudit harness list` shows every policy's settings.")
 @click.option("--forms", type=_FORMS, default="both", show_default=True,
               help="Probe forms (a probe without a paraphrase is asked in literal form only).")
 @_reader_options
@@ -180,8 +199,8 @@ def bench(n_sessions, exchanges_per_session, seed, policies, extra, forms, reade
 @click.option("--json", "as_json", is_flag=True, help="Print the run document as JSON.")
 @click.option("--out", type=click.Path(), default=None, metavar="DIR", help="Write run.json, summary.csv, rows.csv.")
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr.")
-def run_command(scenario, policies, forms, reader, reader_cmd, judge_cmd, allow_same_judge, timeout, retries, backoff,
-                cache_dir, match, token_counter, as_json, out, verbose):
+def run_command(scenario, policies, forms, reader, reader_cmd, judge_cmd, allow_same_judge, reader_flags, match,
+                token_counter, as_json, out, verbose):
     """Run SCENARIO (a memaudit-scenario/1 or /2 JSON or YAML file) under each --policy.
 
     The default reader is the context classifier; --reader mechanical or --reader-cmd CMD
@@ -196,7 +215,7 @@ def run_command(scenario, policies, forms, reader, reader_cmd, judge_cmd, allow_
 
     sc = load_scenario(scenario)
     pols = [parse_policy(p) for p in policies]
-    r, judge = _build_reader(reader, reader_cmd, judge_cmd, allow_same_judge, timeout, retries, backoff, cache_dir)
+    r, judge = _build_reader(reader, reader_cmd, judge_cmd, allow_same_judge, reader_flags)
     probe = ProbeSet(r, forms=_forms(forms), judge=judge)
     doc = run(Plant("scenario-file", {"path": scenario}, sc), pols, probe, Score(match=match, tokens=token_counter),
               progress=progress_printer(verbose))
@@ -217,17 +236,17 @@ def diff(run_a, run_b, as_json):
     settings differ (the memory-eval-harness chapter's recipe: one change), the outcome counts before -> after per
     policy and form, and every probe whose outcome changed.
     """
-    from ..clitools import table_lines
+    from ..clitools import safe_echo, table_lines
     from .trial import diff_runs, load_run
 
     d = diff_runs(load_run(run_a), load_run(run_b))
     if as_json:
-        click.echo(json.dumps(d, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(d, indent=2, ensure_ascii=False))  # JSON escapes control characters
         return
     parts = d["changed_parts"]
-    click.echo("changed parts: " + (", ".join(parts) if parts else "none (the runs have the same settings)"))
+    safe_echo("changed parts: " + (", ".join(parts) if parts else "none (the runs have the same settings)"))
     if len(parts) > 1:
-        click.echo("warning: more than one part changed; the difference cannot be pinned on one change")
+        safe_echo("warning: more than one part changed; the difference cannot be pinned on one change")
     keys = ("current", "conflict", "stale", "missing", "leaked", "clean", "abstained", "answered")
     rows = []
     for p in d["pairs"]:
@@ -240,12 +259,12 @@ def diff(run_a, run_b, as_json):
             ta, tb = round(sa.get("mean_tokens_injected", 0)), round(sb.get("mean_tokens_injected", 0))
             rows.append((label, form, *cells, f"{ta}->{tb}" if ta != tb else str(ta)))
     for line in table_lines(("policy", "form", *keys, "mean injected"), rows, ("<", "<") + (">",) * 9):
-        click.echo(line)
-    click.echo("")
+        safe_echo(line)
+    safe_echo("")
     ch = d["changed_probes"]
-    click.echo(f"probes whose outcome changed: {len(ch)}")
+    safe_echo(f"probes whose outcome changed: {len(ch)}")
     for c in ch:
-        click.echo(f"  {c['policy']}  {c['probe']} ({c['form']}): {c['before']} -> {c['after']}")
+        safe_echo(f"  {c['policy']}  {c['probe']} ({c['form']}): {c['before']} -> {c['after']}")
 
 
 #: click commands / groups added to the top-level ``memaudit`` group

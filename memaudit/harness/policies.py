@@ -16,11 +16,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from memaudit_solvers.settings import Setting, parse_spec, setting_error, validate_settings
+
 from .errors import HarnessError
-from .scenario import Exchange, Scenario
+from .memories import (ITEM_KINDS, BM25Index, StoredItem, _BiTemporal, _BM25, _FactLog, _Fresh, _GenerativeAgents,
+                       _Profile, _SessionBuffer, _Transcript, render_exchange)
+from .memories import _Memory  # noqa: F401  (re-exported: diagnose and locomo subclass it)
 
 __all__ = ["Policy", "StoredItem", "ITEM_KINDS", "POLICIES", "LAB_POLICIES", "BENCH_POLICIES", "EXTRA_POLICIES", "POLICY_LABELS",
-           "policy_label", "parse_policy", "render_exchange", "BM25Index"]
+           "POLICY_SETTINGS", "policy_label", "parse_policy", "render_exchange", "BM25Index"]
 
 
 @dataclass(frozen=True)
@@ -35,365 +39,29 @@ class Policy:
         return {"name": self.name, "settings": dict(self.settings)}
 
 
-# -- rendering -------------------------------------------------------------------------
-
-def render_exchange(e: Exchange, stamp: bool) -> str:
-    """One exchange as a context line.
-
-    Examples
-    --------
-    >>> e = Exchange(8, 0, "Services run on Node 20.", "Noted: Node 20.", "node", "state", 0)
-    >>> render_exchange(e, True)
-    '[day 8] user: Services run on Node 20. / assistant: Noted: Node 20.'
-    >>> render_exchange(Exchange(1, 0, "the CI budget is 15 minutes per run"), False)
-    'the CI budget is 15 minutes per run'
-    """
-    body = f"user: {e.user} / assistant: {e.assistant}" if e.assistant else e.user
-    return f"[{e.stamp}] {body}" if stamp else body
-
-
-def _statement(e: Exchange, stamp: bool) -> str:
-    return f"[{e.stamp}] {e.user}" if stamp else e.user
-
-
-# -- lexical retrieval -----------------------------------------------------------------
-
-class BM25Index:
-    """BM25 (bm25s, Lucene variant, k1 = 1.5, b = 0.75) over ``docs``: bm25s's tokenizer, English
-    stopwords removed, no stemming.  Only documents with a score > 0 are ever returned."""
-
-    SETTINGS = {"library": "bm25s", "method": "lucene", "k1": 1.5, "b": 0.75, "stopwords": "en", "stemmer": None}
-
-    def __init__(self, docs: list[str]):
-        import bm25s
-
-        self._bm25s = bm25s
-        self.n_docs = len(docs)
-        self._retriever = None
-        if docs:
-            tokens = bm25s.tokenize(docs, stopwords="en", stemmer=None, show_progress=False)
-            if tokens.vocab:
-                self._retriever = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
-                self._retriever.index(tokens, show_progress=False)
-
-    def scores(self, query: str):
-        """BM25 score of every document for ``query`` (numpy array, shape (n_docs,))."""
-        import numpy as np
-
-        if self._retriever is None:
-            return np.zeros(self.n_docs)
-        q = self._bm25s.tokenize([query], stopwords="en", stemmer=None, return_ids=False, show_progress=False)[0]
-        q = [t for t in q if t in self._retriever.vocab_dict]
-        if not q:
-            return np.zeros(self.n_docs)
-        return np.asarray(self._retriever.get_scores(q), dtype=float)
-
-    def top(self, query: str, k: int) -> list[int]:
-        """Indices of the ``k`` best documents with a score > 0, best first, ties to the earliest."""
-        import numpy as np
-
-        s = self.scores(query)
-        order = np.argsort(-s, kind="stable")
-        return [int(i) for i in order[:k] if s[i] > 0]
-
-
-# -- the memories ----------------------------------------------------------------------
-
-#: what a stored line is: a transcript ``turn`` (one exchange), a ``fact_line`` (a fact-bearing
-#: user statement, delete requests too), a ``profile_entry`` (a fact key's latest statement), a
-#: bi-temporal ``record`` (a statement with its validity interval) or a ``summary``
-ITEM_KINDS = ("turn", "fact_line", "profile_entry", "record", "summary")
-
-
-@dataclass(frozen=True)
-class StoredItem:
-    """One line a memory holds: its ``kind`` (:data:`ITEM_KINDS`), the stream ``position`` of the
-    exchange it came from (an index into ``scenario.exchanges``) and its ``text`` as the policy
-    renders it.  ``memaudit.diagnose`` maps each item to a package candidate; ``ref`` names that
-    candidate directly when the item is one (a store written from a package, e.g. OPT's)."""
-
-    kind: str
-    position: int
-    text: str
-    ref: str | None = None
-
-
-class _Memory:
-    """Base: a policy's memory over one scenario; caches per-session work.
-
-    ``items(session)`` is every item the policy keeps at the end of ``session`` (its store), in
-    the policy's own order; ``inject_items(session, question)`` the items put in front of the
-    reader.  ``stored`` and ``inject`` are their texts.
-    """
-
-    def __init__(self, scenario: Scenario, count):
-        self.scenario = scenario
-        self.count = count
-        self._cache: dict = {}
-
-    def _cached(self, key, fn):
-        if key not in self._cache:
-            self._cache[key] = fn()
-        return self._cache[key]
-
-    def _until(self, session) -> list[tuple[int, Exchange]]:
-        """(stream position, exchange) of every exchange of sessions 1..``session``."""
-        return [(n, e) for n, e in enumerate(self.scenario.exchanges) if e.session <= session]
-
-    def items(self, session: int) -> list[StoredItem]:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def inject_items(self, session: int, question: str) -> list[StoredItem]:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def inject(self, session: int, question: str) -> list[str]:
-        return [it.text for it in self.inject_items(session, question)]
-
-    def stored(self, session: int) -> list[str]:
-        return [it.text for it in self.items(session)]
-
-
-def _turn(n: int, e: Exchange, stamp: bool) -> StoredItem:
-    return StoredItem("turn", n, render_exchange(e, stamp))
-
-
-def _fact_line(n: int, e: Exchange, stamp: bool, kind: str = "fact_line") -> StoredItem:
-    return StoredItem(kind, n, _statement(e, stamp))
-
-
-class _Fresh(_Memory):
-    def inject_items(self, session, question):
-        return []
-
-    def items(self, session):
-        return []
-
-
-class _SessionBuffer(_Memory):
-    def __init__(self, scenario, count, stamp):
-        super().__init__(scenario, count)
-        self.stamp = stamp
-
-    def inject_items(self, session, question):
-        return self.items(session)
-
-    def items(self, session):
-        return self._cached(session, lambda: [_turn(n, e, self.stamp) for n, e in enumerate(self.scenario.exchanges)
-                                              if e.session == session])
-
-
-class _Transcript(_Memory):
-    def __init__(self, scenario, count, stamp, cap_tokens=None, last_n=None):
-        super().__init__(scenario, count)
-        self.stamp, self.cap_tokens, self.last_n = stamp, cap_tokens, last_n
-
-    def items(self, session):
-        return self._cached(("all", session), lambda: [_turn(n, e, self.stamp) for n, e in self._until(session)])
-
-    def _window(self, session):
-        exchanges = self._until(session)
-        if self.last_n is not None:
-            exchanges = exchanges[len(exchanges) - self.last_n:] if self.last_n else []
-        if self.cap_tokens is not None:
-            # evict whole sessions, oldest first, until the replay fits the cap
-            while exchanges and self.count("\n".join(render_exchange(e, self.stamp) for _, e in exchanges)) \
-                    > self.cap_tokens:
-                first = exchanges[0][1].session
-                exchanges = [(n, e) for n, e in exchanges if e.session != first]
-        return [_turn(n, e, self.stamp) for n, e in exchanges]
-
-    def inject_items(self, session, question):
-        return self._cached(("window", session), lambda: self._window(session))
-
-
-class _FactLog(_Memory):
-    def __init__(self, scenario, count, stamp):
-        super().__init__(scenario, count)
-        self.stamp = stamp
-
-    def items(self, session):
-        return self._cached(session, lambda: [_fact_line(n, e, self.stamp) for n, e in self._until(session)
-                                              if e.fact is not None])
-
-    def inject_items(self, session, question):
-        return self.items(session)
-
-
-def _profile_items(scenario: Scenario, session: int, stamp: bool, min_salience: int) -> list[StoredItem]:
-    """One entry per fact key: the latest statement, in the order of the latest statements; a
-    delete request removes the key.  Facts below ``min_salience`` are not kept."""
-    by_key: dict[str, StoredItem] = {}
-    for n, e in enumerate(scenario.exchanges):
-        if e.session > session:
-            break
-        if e.fact is None or scenario.fact(e.fact).salience < min_salience:
-            continue
-        by_key.pop(e.fact, None)
-        if e.event == "state":
-            by_key[e.fact] = _fact_line(n, e, stamp, "profile_entry")
-    return list(by_key.values())
-
-
-class _Profile(_Memory):
-    def __init__(self, scenario, count, stamp, min_salience):
-        super().__init__(scenario, count)
-        self.stamp, self.min_salience = stamp, min_salience
-
-    def items(self, session):
-        return self._cached(session, lambda: _profile_items(self.scenario, session, self.stamp, self.min_salience))
-
-    def inject_items(self, session, question):
-        return self.items(session)
-
-
-class _BM25(_Memory):
-    """Top-k retrieval over the transcript (one chunk per exchange) or the fact log, optionally
-    after a profile (``profile=True``); ``index`` picks the retrievable exchanges."""
-
-    def __init__(self, scenario, count, source, k, stamp, profile=False, redact_deleted=False):
-        super().__init__(scenario, count)
-        self.source, self.k, self.stamp = source, k, stamp
-        self.profile, self.redact_deleted = profile, redact_deleted
-
-    def _docs(self, session):
-        def build():
-            sc = self.scenario
-            out = []
-            for n, e in self._until(session):
-                if self.source == "fact-log":
-                    if e.fact is not None:
-                        out.append(_fact_line(n, e, self.stamp))
-                    continue
-                if self.source == "unextracted" and e.fact is not None:
-                    continue
-                if (self.redact_deleted and e.fact is not None and e.event == "state"
-                        and sc.fact(e.fact).deleted_by(session)):
-                    continue
-                out.append(_turn(n, e, self.stamp))
-            return out, BM25Index([it.text for it in out])
-        return self._cached(("docs", session), build)
-
-    def _profile(self, session):
-        return _profile_items(self.scenario, session, self.stamp, 0) if self.profile else []
-
-    def items(self, session):
-        return self._profile(session) + self._docs(session)[0]
-
-    def inject_items(self, session, question):
-        docs, index = self._docs(session)
-        return self._profile(session) + [docs[i] for i in index.top(question, self.k)]
-
-
-class _GenerativeAgents(_Memory):
-    """Park et al.'s retrieval over the transcript: score = w_rec * recency + w_imp * importance
-    + w_rel * relevance, each min-max normalised to [0, 1] over the memories, top k."""
-
-    def __init__(self, scenario, count, weights, decay, recency, k, fact_importance, other_importance,
-                 hours_per_exchange, day_start_hour, probe_hour, stamp):
-        super().__init__(scenario, count)
-        self.weights, self.decay, self.recency, self.k = weights, decay, recency, k
-        self.fact_importance, self.other_importance = fact_importance, other_importance
-        self.hours_per_exchange, self.day_start_hour, self.probe_hour = hours_per_exchange, day_start_hour, probe_hour
-        self.stamp = stamp
-
-    def _docs(self, session):
-        def build():
-            until = self._until(session)
-            ex = [e for _, e in until]
-            docs = [_turn(n, e, self.stamp) for n, e in until]
-            return ex, docs, BM25Index([it.text for it in docs])
-        return self._cached(("docs", session), build)
-
-    def items(self, session):
-        return self._docs(session)[1]
-
-    @staticmethod
-    def _minmax(x):
-        lo, hi = float(x.min()), float(x.max())
-        return (x - lo) / (hi - lo) if hi > lo else x * 0.0
-
-    def inject_items(self, session, question):
-        import numpy as np
-
-        ex, docs, index = self._docs(session)
-        if not ex:
-            return []
-        if self.recency == "hours":
-            now = 24.0 * (session - 1) + self.probe_hour
-            hours = np.array([max(0.0, now - (24.0 * (e.session - 1) + self.day_start_hour
-                                              + self.hours_per_exchange * e.index)) for e in ex])
-            rec = self.decay ** hours
-        elif self.recency == "rank":  # as the released code does: rank 1 = the OLDEST (least recently
-            ranks = np.arange(1, len(ex) + 1, dtype=float)  # accessed) memory, so it gets the largest term
-            rec = self.decay ** ranks
-        else:  # "rank-newest": rank 1 = the newest memory (what the paper's recency intends)
-            ranks = np.arange(len(ex), 0, -1, dtype=float)
-            rec = self.decay ** ranks
-        imp = np.array([self.fact_importance if e.fact is not None else self.other_importance for e in ex], float)
-        rel = index.scores(question)
-        w_rec, w_imp, w_rel = self.weights
-        score = w_rec * self._minmax(rec) + w_imp * self._minmax(imp) + w_rel * self._minmax(rel)
-        order = np.argsort(-score, kind="stable")[: self.k]
-        return [docs[int(i)] for i in order]
-
-
-class _BiTemporal(_Memory):
-    """Each stated value is a record valid from its session until the next version's session;
-    superseded records are closed, not deleted.  A delete request erases the fact's records."""
-
-    def __init__(self, scenario, count, history, stamp):
-        super().__init__(scenario, count)
-        self.history, self.stamp = history, stamp
-
-    def _records(self, session):
-        def build():
-            recs = []  # (stream position of the statement, text, valid_from, valid_to)
-            pos = self.scenario.statement_positions()
-            for f in self.scenario.facts:
-                if f.deleted_by(session):
-                    continue
-                live = f.live_versions(session)
-                for j, v in enumerate(live):
-                    until = live[j + 1].session if j + 1 < len(live) else None
-                    recs.append((pos[(f.key, j)], v.text, v.session, until))
-            recs.sort()
-            return recs
-        return self._cached(session, build)
-
-    def _line(self, text, start, until):
-        if not self.stamp:
-            return text
-        if until is None:
-            return f"[valid from day {start}] {text}"
-        return f"[valid day {start} to day {until}] {text}"
-
-    def items(self, session):
-        return [StoredItem("record", n, self._line(t, a, b)) for n, t, a, b in self._records(session)]
-
-    def inject_items(self, session, question):
-        return [StoredItem("record", n, self._line(t, a, b)) for n, t, a, b in self._records(session)
-                if self.history or b is None]
-
-
 # -- factories (keyword arguments = settings) --------------------------------------------
+
+def _refuse(policy, name, rule, value):
+    return HarnessError(str(setting_error(f"policy '{policy}'", name, rule, value)))
+
 
 def _check_int(name, value, lo, policy):
     if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-        raise HarnessError(f"policy '{policy}': setting {name} must be an integer >= {lo}; got {value!r}")
+        raise _refuse(policy, name, f"an integer >= {lo}", value)
     return value
 
 
 def _check_bool(name, value, policy):
     if not isinstance(value, bool):
-        raise HarnessError(f"policy '{policy}': setting {name} must be true or false; got {value!r}")
+        raise _refuse(policy, name, "true or false", value)
     return value
 
 
 def _check_num(name, value, policy, lo=None, hi=None):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or (lo is not None and value < lo) or (hi is not None and value > hi):
-        rng = f" in [{lo}, {hi}]" if lo is not None and hi is not None else ""
-        raise HarnessError(f"policy '{policy}': setting {name} must be a finite number{rng}; got {value!r}")
+        rng = f" in [{lo:g}, {hi:g}]" if lo is not None and hi is not None else ""
+        raise _refuse(policy, name, f"a finite number{rng}", value)
     return float(value)
 
 
@@ -469,7 +137,7 @@ def bm25(*, source: str = "transcript", k: int = 5, stamp: bool = True) -> Polic
     """BM25 top-``k`` over the transcript (one chunk per exchange) or over the fact log."""
     name = "bm25-transcript" if source == "transcript" else "bm25-fact-log"
     if source not in ("transcript", "fact-log"):
-        raise HarnessError(f"policy 'bm25': setting source must be 'transcript' or 'fact-log'; got {source!r}")
+        raise _refuse("bm25", "source", "one of transcript, fact-log", source)
     _check_int("k", k, 0, name)
     _check_bool("stamp", stamp, name)
     return Policy(name, {"source": source, "k": k, "stamp": stamp, "bm25": BM25Index.SETTINGS},
@@ -492,8 +160,7 @@ def profile_bm25(*, k: int = 3, index: str = "transcript", redact_deleted: bool 
     hybrid), optionally with deleted facts' statements redacted, or over the exchanges the
     profile did not extract (``index='unextracted'``: every fact lives in one store)."""
     if index not in ("transcript", "unextracted"):
-        raise HarnessError(f"policy 'profile+bm25': setting index must be 'transcript' or 'unextracted'; "
-                           f"got {index!r}")
+        raise _refuse("profile+bm25", "index", "one of transcript, unextracted", index)
     name = "profile+bm25-unindexed" if index == "unextracted" else (
         "profile+bm25-redacted" if redact_deleted else "profile+bm25")
     _check_int("k", k, 0, name)
@@ -526,18 +193,16 @@ def generative_agents(*, variant: str = "paper", k: int = 5, fact_importance: fl
     # weights in the order (recency, importance, relevance)
     presets = {"paper": ((1.0, 1.0, 1.0), 0.995, "hours"), "code": ((0.5, 2.0, 3.0), 0.99, "rank")}
     if variant not in presets:
-        raise HarnessError(f"policy 'ga': setting variant must be 'paper' or 'code'; got {variant!r}")
+        raise _refuse("ga", "variant", "one of paper, code", variant)
     w0, d0, r0 = presets[variant]
     weights = w0 if weights is None else weights
     if not isinstance(weights, (list, tuple)) or len(weights) != 3:
-        raise HarnessError(f"policy '{name}': setting weights must be three numbers (recency, importance, "
-                           f"relevance); got {weights!r}")
+        raise _refuse(name, "weights", "three numbers (recency, importance, relevance)", weights)
     weights = tuple(_check_num("weights", w, name, 0, 1e9) for w in weights)
     decay = _check_num("decay", d0 if decay is None else decay, name, 0, 1)
     recency = r0 if recency is None else recency
     if recency not in ("hours", "rank", "rank-newest"):
-        raise HarnessError(f"policy '{name}': setting recency must be 'hours', 'rank' or 'rank-newest'; "
-                           f"got {recency!r}")
+        raise _refuse(name, "recency", "one of hours, rank, rank-newest", recency)
     _check_int("k", k, 0, name)
     fi = _check_num("fact_importance", fact_importance, name, 1, 10)
     oi = _check_num("other_importance", other_importance, name, 1, 10)
@@ -564,28 +229,69 @@ def bitemporal(*, history: bool = False, stamp: bool = True) -> Policy:
     return Policy(name, {"history": history, "stamp": stamp}, lambda sc, count: _BiTemporal(sc, count, history, stamp))
 
 
-#: policy name -> (factory, fixed keyword arguments); ``parse_policy`` adds the user's settings
-POLICIES: dict[str, tuple[Callable[..., Policy], dict]] = {
+# -- the registry: each policy declared once with its settings --------------------------------
+
+def _stamp(default: bool) -> Setting:
+    return Setting("stamp", bool, default, "Prefix each line with its day ([day 3]).")
+
+
+def _k(default: int) -> Setting:
+    return Setting("k", int, default, "How many lines retrieval returns.", low=0)
+
+
+def _salience(default: int) -> Setting:
+    return Setting("min_salience", int, default, "Keep only facts with salience >= this.", low=0)
+
+
+def _hour(name: str, default: float, text: str) -> Setting:
+    return Setting(name, float, default, text, low=0, high=24)
+
+
+_CAP = "Evict whole sessions, oldest first, until the replay fits this many tokens."
+_GA = (_k(5),
+       Setting("fact_importance", float, 8, "Scripted importance of an exchange that states or deletes a fact.",
+               low=1, high=10),
+       Setting("other_importance", float, 2, "Scripted importance of filler.", low=1, high=10),
+       _hour("hours_per_exchange", 0.5, "Hours between two exchanges of a session."),
+       _hour("day_start_hour", 9, "Hour of a session's first exchange."),
+       _hour("probe_hour", 18, "Hour of the probe in its session."), _stamp(True),
+       Setting("weights", tuple, None, "Weights of recency, importance, relevance (none: the variant's).",
+               low=0, high=1e9, length=3, optional=True),
+       Setting("decay", float, None, "Recency decay per hour or rank (none: the variant's).", low=0, high=1,
+               optional=True),
+       Setting("recency", str, None, "Recency by hours, by rank (oldest first) or rank-newest (none: the variant's).",
+               choices=("hours", "rank", "rank-newest"), optional=True))
+
+#: policy name -> (factory, fixed keyword arguments, *declared settings); ``parse_policy`` adds the user's settings
+POLICIES: dict[str, tuple] = {
     "fresh": (fresh, {}),
-    "replay-full": (replay_full, {}),
-    "replay-capped": (replay_capped, {}),
-    "compacted": (compacted, {}),
-    "store": (store, {}),
-    "session-buffer": (session_buffer, {}),
-    "full-transcript": (transcript, {}),
-    "last-exchanges": (last_exchanges, {}),
-    "fact-log": (fact_log, {}),
-    "profile": (profile, {}),
-    "bm25-transcript": (bm25_transcript, {}),
-    "bm25-fact-log": (bm25_fact_log, {}),
-    "profile+bm25": (profile_bm25, {}),
-    "profile+bm25-redacted": (profile_bm25, {"redact_deleted": True}),
-    "profile+bm25-unindexed": (profile_bm25, {"index": "unextracted"}),
-    "ga-paper": (generative_agents, {"variant": "paper"}),
-    "ga-code": (generative_agents, {"variant": "code"}),
-    "bitemporal": (bitemporal, {}),
-    "bitemporal-history": (bitemporal, {"history": True}),
+    "replay-full": (replay_full, {}, _stamp(False)),
+    "replay-capped": (replay_capped, {}, Setting("cap_tokens", int, 50, _CAP, low=0), _stamp(False)),
+    "compacted": (compacted, {}, _salience(2), _stamp(False)),
+    "store": (store, {}, _stamp(False)),
+    "session-buffer": (session_buffer, {}, _stamp(True)),
+    "full-transcript": (transcript, {}, _stamp(True), Setting("cap_tokens", int, None, _CAP, low=0, optional=True)),
+    "last-exchanges": (last_exchanges, {}, Setting("n", int, 20, "How many exchanges the window keeps.", low=0),
+                       _stamp(True)),
+    "fact-log": (fact_log, {}, _stamp(True)),
+    "profile": (profile, {}, _stamp(True), _salience(0)),
+    "bm25-transcript": (bm25_transcript, {}, _k(5), _stamp(True)),
+    "bm25-fact-log": (bm25_fact_log, {}, _k(5), _stamp(True)),
+    "profile+bm25": (profile_bm25, {}, _k(3), Setting("index", str, "transcript", "What BM25 indexes: the "
+                     "transcript, or the exchanges the profile did not extract.", choices=("transcript", "unextracted")),
+                     Setting("redact_deleted", bool, False, "Redact the statements of deleted facts."), _stamp(True)),
+    "profile+bm25-redacted": (profile_bm25, {"redact_deleted": True}, _k(3), _stamp(True)),
+    "profile+bm25-unindexed": (profile_bm25, {"index": "unextracted"}, _k(3), _stamp(True)),
+    "ga-paper": (generative_agents, {"variant": "paper"}, *_GA),
+    "ga-code": (generative_agents, {"variant": "code"}, *_GA),
+    "bitemporal": (bitemporal, {}, Setting("history", bool, False, "Inject every record with its interval."),
+                   _stamp(True)),
+    "bitemporal-history": (bitemporal, {"history": True}, _stamp(True)),
 }
+
+#: every policy's declared settings, by name
+POLICY_SETTINGS: dict[str, tuple[Setting, ...]] = {name: tuple(row[2:]) for name, row in POLICIES.items()}
+
 
 #: the memory-eval-harness chapter's five conditions, in its table order
 LAB_POLICIES = ("fresh", "replay-full", "replay-capped", "compacted", "store")
@@ -652,24 +358,9 @@ def policy_label(name: str, settings: dict) -> str:
     return label
 
 
-def _parse_value(text: str):
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("none", "null"):
-        return None
-    if "/" in text:
-        return [_parse_value(t) for t in text.split("/")]
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    return text
-
-
 def parse_policy(spec: str) -> Policy:
-    """Build a policy from ``NAME`` or ``NAME:key=value,key=value`` (lists as ``a/b/c``).
+    """Build a policy from ``NAME`` or ``NAME:key=value,key=value`` (lists as ``a/b/c``), each
+    setting read and checked by its declaration (:data:`POLICY_SETTINGS`).
 
     Examples
     --------
@@ -677,6 +368,10 @@ def parse_policy(spec: str) -> Policy:
     {'name': 'last-exchanges', 'settings': {'n': 8, 'stamp': True}}
     >>> parse_policy("ga-code").settings["weights"]
     {'recency': 0.5, 'importance': 2.0, 'relevance': 3.0}
+    >>> parse_policy("last-exchanges:n=-1")
+    Traceback (most recent call last):
+    ...
+    memaudit.harness.errors.HarnessError: policy 'last-exchanges': setting 'n' must be an integer >= 0; got '-1'
     >>> parse_policy("bm25")
     Traceback (most recent call last):
     ...
@@ -684,25 +379,17 @@ def parse_policy(spec: str) -> Policy:
     """
     if not isinstance(spec, str):
         raise HarnessError(f"a policy must be given as a string NAME[:key=value,...]; got {spec!r}")
-    name, _, rest = spec.strip().partition(":")
+    name = spec.strip().partition(":")[0]
     if name not in POLICIES:
         raise HarnessError(f"unknown policy {name!r}; valid policies: {', '.join(POLICIES)}")
-    factory, fixed = POLICIES[name]
-    kwargs = dict(fixed)
-    for item in filter(None, (p.strip() for p in rest.split(","))):
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise HarnessError(f"policy '{name}': setting {item!r} must be written key=value")
-        if key in fixed or key == "name":
-            raise HarnessError(f"policy '{name}': setting {key!r} is fixed by the policy name")
-        if key in kwargs and key not in fixed:
-            raise HarnessError(f"policy '{name}': setting {key!r} is given twice")
-        kwargs[key] = _parse_value(value)
+    factory, fixed = POLICIES[name][:2]
+    owner = f"policy {name!r}"
     try:
-        return factory(**kwargs)
-    except TypeError as exc:
-        import inspect
-
-        params = [p for p in inspect.signature(factory).parameters if p not in fixed and p != "name"]
-        raise HarnessError(f"policy '{name}': bad setting ({exc}); valid settings: "
-                           f"{', '.join(params) or '(none)'}") from None
+        _, given = parse_spec(spec, lambda n: owner, POLICY_SETTINGS.get)
+        for key in given:
+            if key in fixed:
+                raise setting_error(owner, key, "left out (fixed by the policy name)", given[key])
+        given = validate_settings(owner, POLICY_SETTINGS[name], given)
+    except ValueError as exc:
+        raise HarnessError(str(exc)) from None
+    return factory(**fixed, **given)

@@ -16,12 +16,15 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Callable
 
+from memaudit_solvers.settings import Setting, parse_spec, setting_error, validate_settings
+
 from .. import commands as _commands
 from .errors import HarnessError, ReaderError
 from .match import words
 
 __all__ = ["Answer", "Reader", "mechanical_reader", "classifier_reader", "command_reader", "Judge", "judge_command",
-           "run_command", "READER_PROMPT", "is_abstention", "split_command", "READERS"]
+           "run_command", "READER_PROMPT", "is_abstention", "split_command", "READERS", "READER_SETTINGS",
+           "COMMAND_SETTINGS", "make_reader"]
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,7 @@ def mechanical_reader(*, min_overlap: int = 2) -> Reader:
     True
     """
     if isinstance(min_overlap, bool) or not isinstance(min_overlap, int) or min_overlap < 1:
-        raise HarnessError(f"reader 'mechanical': min_overlap must be an integer >= 1; got {min_overlap!r}")
+        raise HarnessError(str(setting_error("reader 'mechanical'", "min_overlap", "an integer >= 1", min_overlap)))
 
     def read(lines: list[str], question: str, item: str = "") -> Answer:
         q = words(question)
@@ -168,8 +171,52 @@ def command_reader(cmd, *, timeout: float = _commands.DEFAULT_TIMEOUT, retries: 
                               hashlib.sha256(prompt.encode("utf-8")).hexdigest()}, read)
 
 
-#: reader name -> factory (the command reader needs ``cmd``)
-READERS = {"mechanical": mechanical_reader, "classifier": classifier_reader, "command": command_reader}
+_SECONDS = _commands.MAX_SECONDS
+#: settings of a command run (reader or judge), declared once
+COMMAND_SETTINGS = (
+    Setting("timeout", float, _commands.DEFAULT_TIMEOUT, "Time-out of one reader / judge command run, in seconds.",
+            low=0, high=_SECONDS, low_open=True),
+    Setting("retries", int, _commands.DEFAULT_RETRIES,
+            "Retries of a failed reader / judge run (non-zero exit, time-out, empty output).", low=0),
+    Setting("backoff", float, _commands.DEFAULT_BACKOFF,
+            "Seconds before the first retry; doubles on each further retry.", low=0, high=_SECONDS),
+    Setting("cache_dir", str, None, "Cache command outputs here, keyed by sha256 of (command, prompt).",
+            optional=True))
+
+#: reader name -> (factory, *declared settings); the command reader also needs ``cmd``
+READERS = {"mechanical": (mechanical_reader, Setting("min_overlap", int, 2, "Abstain when the best line shares "
+                                                     "fewer words than this with the question.", low=1)),
+           "classifier": (classifier_reader,),
+           "command": (command_reader, *COMMAND_SETTINGS)}
+
+#: every reader's declared settings, by name
+READER_SETTINGS = {name: tuple(row[1:]) for name, row in READERS.items()}
+
+
+def make_reader(spec: str, cmd=None, **settings) -> Reader:
+    """The reader ``NAME`` or ``NAME:key=value,...`` (``cmd`` for ``command``), its settings (those
+    of ``spec`` over ``settings``) checked by their declarations (:data:`READER_SETTINGS`).
+
+    Examples
+    --------
+    >>> make_reader("mechanical:min_overlap=1").settings["min_overlap"]
+    1
+    >>> make_reader("mechanical:min_overlap=0")
+    Traceback (most recent call last):
+    ...
+    memaudit.harness.errors.HarnessError: reader 'mechanical': setting 'min_overlap' must be an integer >= 1; got '0'
+    """
+    name = str(spec).strip().partition(":")[0]
+    if name not in READERS:
+        raise HarnessError(f"unknown reader {name!r}; valid readers: {', '.join(READERS)}")
+    owner = f"reader {name!r}"
+    try:
+        _, given = parse_spec(str(spec), lambda n: owner, READER_SETTINGS.get)
+        given = validate_settings(owner, READER_SETTINGS[name], {**settings, **given})
+    except ValueError as exc:
+        raise HarnessError(str(exc)) from None
+    factory = READERS[name][0]
+    return factory(cmd, **given) if name == "command" else factory(**given)
 
 
 # -- judges ------------------------------------------------------------------------------

@@ -83,7 +83,7 @@ def solve_key(sha: str, budget: float, method: str, backend, settings: dict) -> 
 
 
 def score_key(sha: str, budget: float, method: str, settings: dict) -> tuple[str, dict]:
-    """``(key, identity)`` of a method's score (its settings as requested, before defaults)."""
+    """``(key, identity)`` of a method's score (its settings: those given over the declared defaults)."""
     ident = dict(kind="score", package_sha256=sha, budget=float(budget), method=method, backend=None,
                  settings=settings, memaudit_version=__version__, code_version=code_version(),
                  backend_versions=versions_of(method))
@@ -234,24 +234,27 @@ class ResultsCache:
 
     def solve_package(self, pkg: Package, *, budget: float, method: str = "bnb", backend="milp-highs",
                       time_limit=None, backend_time_limit=None, rtol: float = CERT_RTOL, progress=None,
-                      budget_frac=None) -> SolveReport:
+                      budget_frac=None, settings=None) -> SolveReport:
         """:func:`memaudit.solve.solve_package`, through the store (same arguments, same report)."""
         report, _ = self.solve(pkg, budget=budget, method=method, backend=backend, time_limit=time_limit,
                                backend_time_limit=backend_time_limit, rtol=rtol, progress=progress,
-                               budget_frac=budget_frac)
+                               budget_frac=budget_frac, settings=settings)
         return report
 
     def solve(self, pkg: Package, *, budget: float, method: str = "bnb", backend="milp-highs", time_limit=None,
               backend_time_limit=None, rtol: float = CERT_RTOL, progress=None,
-              budget_frac=None) -> tuple[SolveReport, bool]:
+              budget_frac=None, settings=None) -> tuple[SolveReport, bool]:
         """``(report, reused)``: the stored certified solve when one checks out, else a fresh one (stored)."""
         name = resolve_method(method)
         requested, backend = backend, resolve_backend(backend, name)   # "auto" keeps its note in solve_package
         time_limit = method_time_limit(time_limit)
         backend_time_limit = time_limit if backend_time_limit is None else method_time_limit(backend_time_limit)
+        method_settings = dict(settings or {})
         settings = {"time_limit": time_limit, "rtol": float(rtol)}
         if backend_time_limit != time_limit:
             settings["backend_time_limit"] = backend_time_limit
+        if method_settings:
+            settings["method_settings"] = method_settings
         key, ident = solve_key(self.digest(pkg), budget, name, backend, settings)
         seen = self._reports.get(key)
         if seen is not None and seen[0] is pkg:  # solved or re-checked earlier through this cache
@@ -263,7 +266,8 @@ class ResultsCache:
                 self._reports[key] = (pkg, report, True)
                 return report, True
         report = solve_package(pkg, budget=budget, method=name, backend=requested, time_limit=time_limit,
-                               backend_time_limit=backend_time_limit, rtol=rtol, progress=progress)
+                               backend_time_limit=backend_time_limit, rtol=rtol, progress=progress,
+                               settings=method_settings)
         row = solve_row(report, key, ident, package_path=self.package_path, budget_frac=budget_frac,
                         extra={"command": self.command})
         if self.family:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from memaudit_solvers.settings import Setting, validate_settings
+
 from .amem import amem_from_data, is_search_output, load_amem
 from .export import DEFAULT_MAX_BYTES, PRODUCTS, VIEWS, Export, MemoryItem, StoreError
 from .letta import letta_from_data, load_letta
@@ -11,13 +13,47 @@ from .mem0 import load_mem0, mem0_from_data
 from .reading import read_document, read_json_file
 
 __all__ = ["StoreError", "MemoryItem", "Export", "DEFAULT_MAX_BYTES", "PRODUCTS", "VIEWS", "load_mem0", "load_letta",
-           "load_amem", "load_export", "detect_product", "load_any", "read_document", "read_json_file"]
+           "load_amem", "load_export", "detect_product", "load_any", "read_document", "read_json_file", "IMPORTERS",
+           "IMPORTER_SETTINGS", "check_importer_settings"]
+
+_MAX_BYTES = Setting("max_bytes", int, DEFAULT_MAX_BYTES, "Refuse an export file larger than this many bytes "
+                     "(none: no limit).", low=1, optional=True)
+
+#: product -> (loader, *declared settings): the loader reads the product's export file
+IMPORTERS = {"mem0": (load_mem0, _MAX_BYTES, Setting("as_of", str, None, "The export date Mem0 expiry is judged "
+                                                      "against (an ISO date; none: the time the file records).",
+                                                      optional=True)),
+             "letta": (load_letta, _MAX_BYTES, Setting("include_messages", bool, True, "Also import the in-context user and "
+                                                       "assistant messages (off: memory blocks and passages only).")),
+             "amem": (load_amem, _MAX_BYTES)}
+
+#: every importer's declared settings, by product
+IMPORTER_SETTINGS = {product: tuple(row[1:]) for product, row in IMPORTERS.items()}
+
+
+def check_importer_settings(product: str, options: dict) -> dict:
+    """``options`` checked against what the importer of ``product`` declares (the one message template).
+
+    Examples
+    --------
+    >>> check_importer_settings("letta", {"include_messages": "yes"})
+    Traceback (most recent call last):
+    ...
+    memaudit.stores.export.StoreError: importer 'letta': setting 'include_messages' must be true or false; got 'yes'
+    """
+    if product not in IMPORTERS:
+        raise StoreError(f"unknown product {product!r}; valid products: {', '.join(PRODUCTS)}")
+    try:
+        return validate_settings(f"importer {product!r}", IMPORTER_SETTINGS[product], options)
+    except ValueError as exc:
+        raise StoreError(str(exc)) from None
 
 
 def load_export(product: str, path, *, max_bytes: int | None = DEFAULT_MAX_BYTES, **options) -> Export:
     """Read the export file of ``product`` (``mem0``, ``letta`` or ``amem``).
 
-    ``options`` go to the product's loader (``include_messages`` for Letta, ``as_of`` for Mem0).
+    ``options`` go to the product's loader (``include_messages`` for Letta, ``as_of`` for Mem0),
+    checked against its declarations (:data:`IMPORTER_SETTINGS`).
 
     Examples
     --------
@@ -26,10 +62,8 @@ def load_export(product: str, path, *, max_bytes: int | None = DEFAULT_MAX_BYTES
     ...
     memaudit.stores.export.StoreError: unknown product 'zep'; valid products: mem0, letta, amem
     """
-    loaders = {"mem0": load_mem0, "letta": load_letta, "amem": load_amem}
-    if product not in loaders:
-        raise StoreError(f"unknown product {product!r}; valid products: {', '.join(PRODUCTS)}")
-    return loaders[product](path, max_bytes=max_bytes, **options)
+    options = check_importer_settings(product, dict(options, max_bytes=max_bytes))
+    return IMPORTERS[product][0](path, **options)
 
 
 def detect_product(data) -> str | None:
@@ -109,8 +143,8 @@ def load_any(path, product: str | None = None, *, max_bytes: int | None = DEFAUL
         Unknown product, or content that matches no product (the message says to pass the product
         and names the shape seen).
     """
-    if product is not None and product not in PRODUCTS:
-        raise StoreError(f"unknown product {product!r}; valid products: {', '.join(PRODUCTS)}")
+    if product is not None:
+        check_importer_settings(product, {"max_bytes": max_bytes})
     path = os.fspath(path)
     doc = read_document(path, max_bytes=max_bytes, product=product or "store")
     data = doc.data
@@ -119,6 +153,8 @@ def load_any(path, product: str | None = None, *, max_bytes: int | None = DEFAUL
         if product is None:
             raise StoreError(f"{path}: cannot tell which product wrote this export ({_describe(data)}); pass "
                              f"--product ({', '.join(PRODUCTS)})")
+    given = {"max_bytes": max_bytes, "as_of": as_of, "include_messages": include_messages}
+    check_importer_settings(product, {s.name: given[s.name] for s in IMPORTER_SETTINGS[product]})
     if product == "mem0":
         return mem0_from_data(data, path, as_of=as_of, container=doc.container)
     if product == "letta":

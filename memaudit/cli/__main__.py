@@ -1,0 +1,5 @@
+"""``python -m memaudit.cli``: the ``memaudit`` command line."""
+
+from . import run
+
+run()

@@ -1,0 +1,35 @@
+"""``memaudit settings``: every declared setting of every registered method, policy, reader and importer."""
+
+from __future__ import annotations
+
+import click
+
+from memaudit_solvers.registry import SETTINGS
+
+from ..clitools import settings_lines
+
+__all__ = ["COMMANDS"]
+
+
+@click.command("settings")
+@click.argument("what", type=click.Choice(["methods", "policies", "readers", "importers", "all"]), default="all")
+def settings_command(what):
+    """Every registered method, harness policy, reader and vendor importer with its declared settings.
+
+    Give them as NAME:key=value,... (--method, --policy, --reader) or with the flags of the
+    command; every line below is read from the declarations beside the registry entries.
+    """
+    from ..harness.policies import POLICY_SETTINGS
+    from ..harness.readers import READER_SETTINGS
+    from ..stores import IMPORTER_SETTINGS
+
+    tables = {"methods": {**SETTINGS, "kind:<k>": ()}, "policies": POLICY_SETTINGS, "readers": READER_SETTINGS,
+              "importers": IMPORTER_SETTINGS}
+    for name, table in tables.items():
+        if what in (name, "all"):
+            click.echo(f"{name}:")
+            for line in settings_lines(table):
+                click.echo("  " + line)
+
+
+COMMANDS = [settings_command]

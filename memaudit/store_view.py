@@ -1,0 +1,82 @@
+"""What a solved store holds: its rows by experience, and the units it leaves uncovered."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from memaudit_solvers import Problem, Result
+from memaudit_solvers.objective import coverage_sums, h_values
+
+from .package import candidate_costs
+
+if TYPE_CHECKING:  # the report type only; solve imports this module
+    from .solve import SolveReport
+
+__all__ = ["store_rows", "fully_covered", "uncovered_units"]
+
+#: relative tolerance under which a unit counts as fully covered (h(s) >= (1 - tol) * h(inf))
+_FULL_RTOL = 1e-9
+
+
+def store_rows(report: SolveReport, result: Result | None = None) -> list[dict]:
+    """The chosen store, one row per stored candidate, in stream order of the experiences.
+
+    Each row: ``experience``, ``candidate``, ``kind``, ``cost``, ``units`` (``{unit id:
+    coverage a[u, r]}`` for every unit the candidate covers).  ``result`` defaults to the
+    method's (``report.result``); pass ``report.best_result`` for the store a reader should see.
+    """
+    pkg, compiled = report.package, report.compiled
+    costs = candidate_costs(pkg)
+    chosen = set(compiled.ids((result or report.result).chosen))
+    rows = []
+    for c in pkg.candidates:  # ordered by experience below
+        if c.id in chosen:
+            rows.append({"experience": c.experience, "candidate": c.id, "kind": c.kind, "cost": costs[c.id],
+                         "units": {u: float(a) for u, a in c.coverage.items() if a > 0}})
+    order = {eid: g for g, eid in enumerate(compiled.experience_ids)}
+    rows.sort(key=lambda row: order[row["experience"]])
+    return rows
+
+
+def _full_values(problem: Problem) -> np.ndarray:
+    """h_r(inf): the value each unit saturates at (the smallest intercept of its flat pieces), shape (n_units,)."""
+    flat = np.where(problem.h_slopes == 0, problem.h_intercepts, np.inf)
+    return flat.min(axis=1)
+
+
+def fully_covered(problem: Problem, chosen) -> np.ndarray:
+    """Boolean mask over units: True where the store ``chosen`` covers the unit fully.
+
+    Unit r is fully covered when ``h_r(s_r) >= (1 - 1e-9) * h_r(inf)`` (see :func:`uncovered_units`).
+    """
+    sums = coverage_sums(problem, chosen)
+    h = h_values(problem, np.arange(problem.n_units), sums)
+    full = _full_values(problem)
+    return np.isinf(full) | (h >= (1 - _FULL_RTOL) * full)
+
+
+def uncovered_units(report: SolveReport, result: Result | None = None) -> list[dict]:
+    """Units the store does not fully cover, in package order.
+
+    Rule: unit r is fully covered when ``h_r(s_r) >= (1 - 1e-9) * h_r(inf)``, where ``s_r`` is
+    the store's summed coverage and ``h_r(inf)`` the value h saturates at (1 for the default
+    ``min(1, z)``, ``cap`` for ``{"cap": c}``, the last breakpoint's value otherwise).  Every other
+    unit is listed, partly covered ones included.  Each row: ``unit``, ``kind``, ``weight``,
+    ``coverage`` (s_r), ``level`` (h_r(s_r) / h_r(inf), in [0, 1)) and ``lost`` (the weighted
+    value missing, ``w_r * (h_r(inf) - h_r(s_r))``).  ``result`` as in :func:`store_rows`.
+    """
+    problem = report.compiled.problem
+    chosen = (result or report.result).chosen
+    sums = coverage_sums(problem, chosen)
+    h = h_values(problem, np.arange(problem.n_units), sums)
+    full = _full_values(problem)
+    covered = fully_covered(problem, chosen)
+    rows = []
+    for r, unit in enumerate(report.package.units):
+        if covered[r]:
+            continue
+        rows.append({"unit": unit.id, "kind": unit.kind, "weight": float(unit.weight), "coverage": float(sums[r]),
+                     "level": float(h[r] / full[r]), "lost": float(problem.weights[r] * (full[r] - h[r]))})
+    return rows
