@@ -49,7 +49,7 @@ from collections import deque
 
 import numpy as np
 
-from .objective import budget_slack, evaluate, marginal_gains, rows_entries, standalone_values, unit_values
+from .objective import Coverage, Coverages, budget_slack, evaluate, standalone_values
 from .problem import Problem
 from .result import Result, check_budget, make_result
 
@@ -82,22 +82,6 @@ def _lexmax(mask: np.ndarray, keys) -> np.ndarray:
     return pick
 
 
-def _group_entries(problem: Problem) -> list:
-    """Per group: its members and the coverage entries of each (row within the group, unit, a, h pieces)."""
-    def build():
-        cov, out = problem.coverage, []
-        for members in problem.group_members():
-            row_of, pos = rows_entries(cov.indptr, members)
-            units = cov.indices[pos]
-            indicator = np.zeros((units.size, members.size))
-            indicator[np.arange(units.size), row_of] = 1.0
-            out.append((members, row_of, units, cov.data[pos], problem.h_slopes[units][None],
-                        problem.h_intercepts[units][None], problem.weights[units], problem.costs[members],
-                        members.astype(float), indicator))
-        return out
-    return problem.cached("group_entries", build)
-
-
 def stream_passes(problem: Problem, budget: float, thresholds, rule: str):
     """One stream-order pass per threshold, all run side by side: their stores, costs and values.
 
@@ -121,38 +105,34 @@ def stream_passes(problem: Problem, budget: float, thresholds, rule: str):
     stores : list of T lists of candidate indices (stream order)
     costs : ndarray, shape (T,)
     values : ndarray, shape (T,)
-        ``F`` of each store, from the pass's coverage sums (:func:`memaudit_solvers.objective.unit_values`).
+        ``F`` of each store, from the pass's coverage state (:class:`memaudit_solvers.objective.Coverages`).
     """
     tau = np.asarray(thresholds, dtype=float).reshape(-1)
     n_t = tau.size
-    sums = np.zeros((n_t, problem.n_units))
+    states = Coverages(problem, n_t)
     remaining = np.full(n_t, float(budget))
     slack = _slack(budget)
     stores: list[list[int]] = [[] for _ in range(n_t)]
-    for members, row_of, units, data, slopes, inter, weights, costs, keys, indicator in _group_entries(problem):
+    for g, members in enumerate(problem.group_members()):
         if members.size == 0:
             continue
-        base = sums[:, units][..., None]                                   # (T, E, 1)
-        after = np.min(slopes * (base + data[None, :, None]) + inter, axis=2)
-        before = np.min(slopes * base + inter, axis=2)
-        gains = (weights * (after - before)) @ indicator                    # (T, C)
+        gains = states.group_gains(g)                                      # (T, C)
+        costs = problem.costs[members]
         ok = (costs <= remaining[:, None] + slack) & (gains > GAIN_TOL)
         dens = gains / costs
         if rule == "density":
-            pick = _lexmax(ok, (dens, gains, -costs, keys))
+            pick = _lexmax(ok, (dens, gains, -costs, members.astype(float)))
         else:
             ok &= dens + 1e-12 >= tau[:, None]
-            pick = _lexmax(ok, (gains, -costs, keys))
+            pick = _lexmax(ok, (gains, -costs, members.astype(float)))
         for t in np.flatnonzero(pick >= 0):
             j = int(pick[t])
             u = int(members[j])
             stores[t].append(u)
             remaining[t] -= costs[j]
-            sel = row_of == j
-            sums[t, units[sel]] += data[sel]
+            states.add(t, u)
     spent = np.array([float(problem.costs[s].sum()) for s in stores])
-    values = np.array([float(unit_values(problem, row).sum()) for row in sums])
-    return stores, spent, values
+    return stores, spent, states.values
 
 
 def density(problem: Problem, budget: float, /) -> Result:
@@ -220,29 +200,24 @@ def density_global(problem: Problem, budget: float, /) -> Result:
                        bound=float("inf"), started=started)
 
 
-def _add(problem: Problem, sums: np.ndarray, u: int, sign: float = 1.0) -> None:
-    _, pos = rows_entries(problem.coverage.indptr, np.array([u]))
-    np.add.at(sums, problem.coverage.indices[pos], sign * problem.coverage.data[pos])
-
-
-def _exchange(problem, sums, held, g, members, remaining, tau, budget) -> float:
+def _exchange(problem, state, held, g, members, remaining, tau, budget) -> float:
     """GVT's optional upgrade: switch group g from its stored u to the best v whose exchange clears tau."""
     u = int(held[g])
     others = members[(members != u) & (problem.costs[members] <= remaining + problem.costs[u] + _slack(budget))]
     if others.size == 0:
         return remaining
-    without = sums.copy()
-    _add(problem, without, u, -1.0)
-    base = float(marginal_gains(problem, without, [u])[0])
-    gains = marginal_gains(problem, without, others) - base
+    without = state.copy()
+    without.remove(u)
+    base = without.gain(u)
+    gains = without.gains(others) - base
     extra = problem.costs[others] - problem.costs[u]
     ok = (gains > 1e-12) & ((extra <= 0) | (gains >= tau * extra * (1 - 1e-12)))
     if not ok.any():
         return remaining
     others, gains = others[ok], gains[ok]
     v = int(others[np.lexsort((others, problem.costs[others], -gains))[0]])
-    _add(problem, sums, u, -1.0)
-    _add(problem, sums, v)
+    state.remove(u)
+    state.add(v)
     held[g] = v
     return remaining + problem.costs[u] - problem.costs[v]
 
@@ -337,7 +312,7 @@ def gvt_geometric(problem: Problem, budget: float, /, *, eps: float = 0.1, floor
         d = float(np.max(values[fits] / problem.costs[fits]))
         members = problem.group_members()
         held = np.full(problem.n_groups, -1, dtype=np.int64)   # the stored candidate of each group, -1: none
-        sums = np.zeros(problem.n_units)
+        state = Coverage(problem)
         remaining = budget
         tau, last = d, floor * d
         while True:
@@ -348,7 +323,7 @@ def gvt_geometric(problem: Problem, budget: float, /, *, eps: float = 0.1, floor
                 open_ = np.flatnonzero((held[problem.groups] < 0) & (problem.costs <= remaining + _slack(budget)))
                 if open_.size == 0:
                     break
-                start_gains = marginal_gains(problem, sums, open_)
+                start_gains = state.gains(open_)
                 if not np.any((start_gains > 0) & (start_gains >= tau * problem.costs[open_] * (1 - 1e-12))):
                     if tau <= last:
                         break
@@ -357,12 +332,12 @@ def gvt_geometric(problem: Problem, budget: float, /, *, eps: float = 0.1, floor
             for g in range(problem.n_groups):
                 if held[g] >= 0:
                     if upgrade:
-                        remaining = _exchange(problem, sums, held, g, members[g], remaining, tau, budget)
+                        remaining = _exchange(problem, state, held, g, members[g], remaining, tau, budget)
                     continue
                 cand = members[g][problem.costs[members[g]] <= remaining + _slack(budget)]
                 if cand.size == 0:
                     continue
-                gains = marginal_gains(problem, sums, cand)
+                gains = state.gains(cand)
                 ok = (gains > 0) & (gains >= tau * problem.costs[cand] * (1 - 1e-12))
                 if not ok.any():
                     continue
@@ -370,7 +345,7 @@ def gvt_geometric(problem: Problem, budget: float, /, *, eps: float = 0.1, floor
                 u = int(cand[np.lexsort((cand, problem.costs[cand], -gains))[0]])
                 held[g] = u
                 remaining -= problem.costs[u]
-                _add(problem, sums, u)
+                state.add(u)
             if tau <= last:
                 break
             tau = max(tau * (1 - eps), last)
@@ -416,13 +391,13 @@ def kind_greedy(problem: Problem, budget: float, /, *, kind: str) -> Result:
     budget = check_budget(budget)
     allowed = _kind_mask(problem, kind, f"{kind}-only")
     used = np.zeros(problem.n_groups, dtype=bool)
-    sums = np.zeros(problem.n_units)
+    state = Coverage(problem)
     chosen, remaining = [], budget
     while True:
         cand = np.flatnonzero(allowed & ~used[problem.groups] & (problem.costs <= remaining + _slack(budget)))
         if cand.size == 0:
             break
-        gains = marginal_gains(problem, sums, cand)
+        gains = state.gains(cand)
         costs = problem.costs[cand]
         pick = _lexmax((gains > GAIN_TOL)[None], (gains / costs, gains, -costs, cand.astype(float)))[0]
         if pick < 0:
@@ -431,7 +406,7 @@ def kind_greedy(problem: Problem, budget: float, /, *, kind: str) -> Result:
         chosen.append(u)
         used[problem.groups[u]] = True
         remaining -= problem.costs[u]
-        _add(problem, sums, u)
+        state.add(u)
     name = {"fact": "fact-only", "summary": "summary-only"}.get(kind, f"{kind}-only")
     return make_result(problem, budget, method=name, settings={"kind": kind}, chosen=sorted(chosen),
                        status="heuristic", bound=float("inf"), started=started)

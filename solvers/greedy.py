@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from .objective import budget_slack, coverage_sums, evaluate, marginal_gains, rows_entries, standalone_values
+from .objective import Coverage, budget_slack, evaluate, standalone_values
 from .problem import Problem
 from .result import Result, check_budget, make_result
 
@@ -28,14 +28,14 @@ def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None) -> 
     used = np.zeros(problem.n_groups, dtype=bool)
     used[problem.groups[chosen]] = True
     remaining = budget - float(problem.costs[chosen].sum())
-    sums = coverage_sums(problem, chosen).copy()
+    state = Coverage(problem, chosen)
     ok = (problem.costs <= remaining + budget_slack(budget)) & ~used[problem.groups]
     if allowed is not None:
         ok &= allowed
     cand = np.flatnonzero(ok)
     if cand.size == 0:
         return np.array(sorted(chosen), dtype=np.int64)
-    gains = marginal_gains(problem, sums, cand)
+    gains = state.gains(cand)
     keep = gains > 0
     heap = [(-g / problem.costs[u], int(u)) for g, u in zip(gains[keep], cand[keep])]
     heapq.heapify(heap)
@@ -45,7 +45,7 @@ def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None) -> 
         g = problem.groups[u]
         if used[g] or problem.costs[u] > remaining + budget_slack(budget):
             continue
-        gain = float(marginal_gains(problem, sums, [u])[0])
+        gain = state.gain(u)
         if gain <= tol:
             continue
         ratio = gain / problem.costs[u]
@@ -55,8 +55,7 @@ def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None) -> 
         chosen.append(u)
         used[g] = True
         remaining -= problem.costs[u]
-        _, pos = rows_entries(problem.coverage.indptr, np.array([u]))
-        np.add.at(sums, problem.coverage.indices[pos], problem.coverage.data[pos])
+        state.add(u)
     return np.array(sorted(chosen), dtype=np.int64)
 
 
