@@ -55,16 +55,21 @@ def h_values(problem: Problem, units: np.ndarray, z: np.ndarray) -> np.ndarray:
     units = np.asarray(units)
     z = np.asarray(z, dtype=float)
     if z.ndim == 2:
-        return np.min(problem.h_slopes[units] * z[..., None] + problem.h_intercepts[units], axis=-1)
+        return _envelope(problem.h_slopes[units], problem.h_intercepts[units], z)
     n_pieces = problem.h_slopes.shape[1] if problem.h_slopes.ndim == 2 else 1
     step = max(1, _H_BLOCK // max(1, n_pieces))
     if units.shape[0] <= step:
-        return np.min(problem.h_slopes[units] * z[:, None] + problem.h_intercepts[units], axis=1)
+        return _envelope(problem.h_slopes[units], problem.h_intercepts[units], z)
     out = np.empty(units.shape[0])
     for start in range(0, units.shape[0], step):
-        u, zz = units[start:start + step], z[start:start + step]
-        out[start:start + step] = np.min(problem.h_slopes[u] * zz[:, None] + problem.h_intercepts[u], axis=1)
+        u = units[start:start + step]
+        out[start:start + step] = _envelope(problem.h_slopes[u], problem.h_intercepts[u], z[start:start + step])
     return out
+
+
+def _envelope(slopes: np.ndarray, intercepts: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``min_k (slopes[e, k] * z[..., e] + intercepts[e, k])``: the one formula of h, given each entry's pieces (E, K)."""
+    return np.min(slopes * z[..., None] + intercepts, axis=-1)
 
 
 def h_inf(problem: Problem) -> np.ndarray:
@@ -262,10 +267,14 @@ def rows_entries(indptr: np.ndarray, rows: np.ndarray):
 
 
 def _shift(problem: Problem, sums: np.ndarray, u: int, sign: float) -> None:
-    """Add (``sign`` 1) or take away (-1) candidate u's coverage row to / from ``sums`` in place."""
+    """Add (``sign`` 1) or take away (-1) candidate u's coverage row to / from ``sums`` in place.
+
+    A row of the CSR coverage names each unit once (:meth:`Problem.build` sums duplicates), so a
+    plain fancy-index update is exact.
+    """
     cov = problem.coverage
     start, end = cov.indptr[u], cov.indptr[u + 1]
-    np.add.at(sums, cov.indices[start:end], sign * cov.data[start:end])
+    sums[cov.indices[start:end]] += sign * cov.data[start:end]
 
 
 class Coverage:
@@ -379,12 +388,13 @@ class Coverages:
     def __init__(self, problem: Problem, n_states: int) -> None:
         self.problem = problem
         self.sums = np.zeros((int(n_states), problem.n_units))
+        self._tables = _group_tables(problem)
 
     def group_gains(self, g: int) -> np.ndarray:
         """Marginal gains of group g's candidates (in :meth:`Problem.group_members` order) in every state, shape (T, C)."""
-        units, data, weights, indicator = _group_table(self.problem, g)
+        units, data, weights, slopes, intercepts, indicator = self._tables[g]
         base = self.sums[:, units]
-        gains = weights * (h_values(self.problem, units, base + data) - h_values(self.problem, units, base))
+        gains = weights * (_envelope(slopes, intercepts, base + data) - _envelope(slopes, intercepts, base))
         return gains @ indicator
 
     def add(self, t: int, u: int) -> None:
@@ -397,14 +407,16 @@ class Coverages:
         return np.array([sums_value(self.problem, row) for row in self.sums])
 
 
-def _group_table(problem: Problem, g: int):
-    """Group g's coverage entries: units, amounts and weights (shape (E,)) and the (E, C) entry-to-member indicator."""
-    tables = problem.cached("group_tables", dict)
-    if g not in tables:
-        members = problem.group_members()[g]
-        row_of, pos = rows_entries(problem.coverage.indptr, members)
-        units = problem.coverage.indices[pos]
-        indicator = np.zeros((units.size, members.size))
-        indicator[np.arange(units.size), row_of] = 1.0
-        tables[g] = (units, problem.coverage.data[pos], problem.weights[units], indicator)
-    return tables[g]
+def _group_tables(problem: Problem) -> list:
+    """Per group, its coverage entries: units, amounts, weights (E,), their h pieces (E, K), the (E, C) entry-to-member indicator."""
+    def build():
+        cov, out = problem.coverage, []
+        for members in problem.group_members():
+            row_of, pos = rows_entries(cov.indptr, members)
+            units = cov.indices[pos]
+            indicator = np.zeros((units.size, members.size))
+            indicator[np.arange(units.size), row_of] = 1.0
+            out.append((units, cov.data[pos], problem.weights[units], problem.h_slopes[units],
+                        problem.h_intercepts[units], indicator))
+        return out
+    return problem.cached("group_tables", build)
