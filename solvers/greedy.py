@@ -14,7 +14,8 @@ from .result import Result, check_budget, make_result
 __all__ = ["greedy", "greedy_store"]
 
 
-def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None) -> np.ndarray:
+def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None,
+                 deadline: float | None = None) -> np.ndarray:
     """Indices chosen by the lazy cost-benefit greedy, extending ``start``.
 
     Repeatedly adds the candidate with the largest marginal gain per cost
@@ -23,6 +24,17 @@ def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None) -> 
     gains only shrink as the store grows (F is submodular), so stale heap
     entries are re-scored lazily.  ``allowed`` (boolean mask) restricts the
     candidates that may be added.
+
+    ``deadline`` (a :func:`time.perf_counter` value; default none) stops the adding once it has
+    passed: the store built so far is returned, feasible like every store this returns (each
+    addition is checked against the group and the budget when it is made).
+
+    Examples
+    --------
+    >>> from memaudit_solvers.problem import Problem
+    >>> p = Problem.build([1, 2, 2], [0, 1, 2], [[1, 0], [0, 1], [1, 1]], [1.0, 3.0])
+    >>> greedy_store(p, 3).tolist(), greedy_store(p, 3, deadline=time.perf_counter() - 1).tolist()
+    ([2], [])
     """
     chosen = [int(u) for u in start]
     used = np.zeros(problem.n_groups, dtype=bool)
@@ -41,6 +53,8 @@ def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None) -> 
     heapq.heapify(heap)
     tol = 1e-12
     while heap:
+        if deadline is not None and time.perf_counter() > deadline:
+            break
         neg_ratio, u = heapq.heappop(heap)
         g = problem.groups[u]
         if used[g] or problem.costs[u] > remaining + budget_slack(budget):
