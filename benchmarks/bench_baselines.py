@@ -6,7 +6,9 @@ Run:  .venv/bin/python benchmarks/bench_baselines.py [--sizes 2000,10000] [--fra
                        # older solvers/ renamed): each run then times both, alternating, in this process
 
 Each timed run gets a fresh copy of the problem (empty per-problem cache), so what a method derives once
-(standalone values, group tables) is part of its time.  Prints a markdown table; timings only, no asserts.
+(standalone values, group tables) is part of its time.  Medians of CPU time (process_time: steadier than wall
+time on a shared machine) and of wall time; the two implementations alternate run by run.  Prints a markdown
+table; timings only, no asserts.
 """
 
 from __future__ import annotations
@@ -42,15 +44,20 @@ def problems(sizes):
         yield f"random-{n}", random_problem(n, seed=1)
 
 
-def median_time(get_method, name, p, budget, repeats):
-    times, value = [], None
+def median_times(impls, name, p, budget, repeats):
+    """Per implementation: median CPU seconds, median wall seconds and the value, the implementations alternating."""
+    cpu: dict = {k: [] for k in impls}
+    wall: dict = {k: [] for k in impls}
+    value = {}
     for _ in range(repeats):
-        q = fresh(p)
-        t = time.perf_counter()
-        r = get_method(name)(q, budget)
-        times.append(time.perf_counter() - t)
-        value = r.value
-    return statistics.median(times), value
+        for k, get_method in impls.items():
+            q = fresh(p)
+            c, t = time.process_time(), time.perf_counter()
+            r = get_method(name)(q, budget)
+            cpu[k].append(time.process_time() - c)
+            wall[k].append(time.perf_counter() - t)
+            value[k] = r.value
+    return {k: (statistics.median(cpu[k]), statistics.median(wall[k]), value[k]) for k in impls}
 
 
 def main(argv=None) -> int:
@@ -67,19 +74,20 @@ def main(argv=None) -> int:
         sys.path.insert(0, args.before)
         impls = {"before": importlib.import_module("memaudit_solvers_before.registry").get_method, **impls}
     labels = list(impls)
-    head = " | ".join(f"{k} s" for k in labels)
-    print(f"| problem | frac | method | {head} |" + (" now/before | same value |" if len(labels) == 2 else ""))
-    print("|---" * (3 + len(labels) + (2 if len(labels) == 2 else 0)) + "|")
+    head = " | ".join(f"{k} cpu s | {k} wall s" for k in labels)
+    two = len(labels) == 2
+    print(f"| problem | frac | method | {head} |" + (" cpu now/before | same value |" if two else ""))
+    print("|---" * (3 + 2 * len(labels) + (2 if two else 0)) + "|")
     for pname, p in problems([int(s) for s in args.sizes.split(",") if s]):
         for frac in [float(f) for f in args.fracs.split(",")]:
             budget = frac * p.stream_cost()
             for m in args.methods.split(","):
-                got = {k: median_time(fn, m, p, budget, args.repeats) for k, fn in impls.items()}
-                cells = " | ".join(f"{got[k][0]:.4f}" for k in labels)
+                got = median_times(impls, m, p, budget, args.repeats)
+                cells = " | ".join(f"{got[k][0]:.4f} | {got[k][1]:.4f}" for k in labels)
                 extra = ""
-                if len(labels) == 2:
-                    (tb, vb), (tn, vn) = got["before"], got["now"]
-                    extra = f" {tn / tb:.2f} | {vb == vn} |"
+                if two:
+                    (cb, _, vb), (cn, _, vn) = got["before"], got["now"]
+                    extra = f" {cn / cb:.2f} | {vb == vn} |"
                 print(f"| {pname} | {frac} | {m} | {cells} |{extra}", flush=True)
     return 0
 
