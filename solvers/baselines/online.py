@@ -10,6 +10,7 @@ import numpy as np
 from ..objective import budget_slack, standalone_values
 from ..problem import Problem
 from ..result import Result, check_budget, make_result
+from .common import kind_mask
 
 __all__ = ["PICKS", "online_stores", "fifo", "recency", "kind_writer"]
 
@@ -46,16 +47,14 @@ def online_stores(problem: Problem, budget: float, policy: str, *, pick: str = "
     """
     budget = check_budget(budget)
     _check_pick(pick)
-    if policy == "kind" and problem.kinds is None:
-        raise ValueError(f"kind:{kind} needs candidate kinds, and this problem has none "
-                         "(packages always have them; build a Problem with kinds=...)")
+    of_kind = kind_mask(problem, str(kind), f"kind:{kind}") if policy == "kind" else None
     members = problem.group_members()
     store: deque[int] = deque()
     held = 0.0
     for g in range(problem.n_groups):
-        if policy == "kind":
-            own = [int(u) for u in members[g] if problem.kinds[u] == kind]
-            u = own[0] if own else None
+        if of_kind is not None:
+            own = members[g][of_kind[members[g]]]
+            u = int(own[0]) if own.size else None
         else:
             u = _pick(problem, members[g], pick)
         if u is not None and problem.costs[u] <= budget + budget_slack(budget):

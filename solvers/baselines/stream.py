@@ -71,7 +71,7 @@ def stream_passes(problem: Problem, budget: float, thresholds, rule: str):
             u = int(members[j])
             stores[t].append(u)
             remaining[t] -= costs[j]
-            states.add(t, u)
+            states.add(int(t), u)
     spent = np.array([float(problem.costs[s].sum()) for s in stores])
     return stores, spent, states.values
 
