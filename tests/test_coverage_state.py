@@ -32,7 +32,17 @@ def problem_and_moves(draw):
     return data, moves
 
 
-@settings(max_examples=80, deadline=None)
+def played(case):
+    """The problem of a drawn case and a coverage state after all its moves."""
+    data, moves = case
+    p = build(data)
+    state = Coverage(p)
+    for op, u in moves:
+        getattr(state, op)(u)
+    return p, state
+
+
+@settings(max_examples=60, deadline=None)
 @given(problem_and_moves())
 def test_value_after_any_moves_is_evaluate_of_the_same_store(case):
     data, moves = case
@@ -48,14 +58,10 @@ def test_value_after_any_moves_is_evaluate_of_the_same_store(case):
         assert np.allclose(state.unit_values.sum(), state.value, rtol=1e-12, atol=0)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(problem_and_moves())
 def test_gains_are_differences_of_evaluate(case):
-    data, moves = case
-    p = build(data)
-    state = Coverage(p)
-    for op, u in moves:
-        getattr(state, op)(u)
+    p, state = played(case)
     store = state.chosen.tolist()
     base = evaluate(p, store)
     gains = state.gains()
@@ -71,11 +77,7 @@ def test_gains_are_differences_of_evaluate(case):
 @settings(max_examples=40, deadline=None)
 @given(problem_and_moves())
 def test_a_copy_is_independent_and_a_start_store_is_its_sums(case):
-    data, moves = case
-    p = build(data)
-    state = Coverage(p)
-    for op, u in moves:
-        getattr(state, op)(u)
+    p, state = played(case)
     twin = state.copy()
     started = Coverage(p, state.chosen)
     assert close(started.value, state.value) and started.chosen.tolist() == state.chosen.tolist()
@@ -83,10 +85,10 @@ def test_a_copy_is_independent_and_a_start_store_is_its_sums(case):
         u = int(np.flatnonzero(~state.held)[0]) if (~state.held).any() else 0
         (twin.remove if twin.held[u] else twin.add)(u)
         assert twin.held[u] != state.held[u]
-        assert close(state.value, evaluate(p, state.chosen))
+        assert close(state.value, evaluate(p, state.chosen)) and close(twin.value, evaluate(p, twin.chosen))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(problem_data(), st.data())
 def test_side_by_side_states_score_each_group_as_single_states_do(data, draw):
     p = build(data)
@@ -105,7 +107,7 @@ def test_side_by_side_states_score_each_group_as_single_states_do(data, draw):
     assert np.allclose(states.values, [evaluate(p, s.chosen) for s in singles], rtol=1e-9, atol=1e-9)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(problem_data())
 def test_h_inf_is_what_h_approaches_and_saturation_is_reaching_it(data):
     p = build(data)
