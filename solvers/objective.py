@@ -228,8 +228,13 @@ def marginal_gains(problem: Problem, sums: np.ndarray, candidates=None) -> np.nd
     else:
         cand = np.asarray(candidates, dtype=np.int64).reshape(-1)
         n = cand.size
-        row_of, pos = rows_entries(cov.indptr, cand)
-        units, data = cov.indices[pos], cov.data[pos]
+        if n == 1:                      # one row: a slice of the CSR arrays (greedy re-scores one at a time)
+            start, end = cov.indptr[cand[0]], cov.indptr[cand[0] + 1]
+            units, data = cov.indices[start:end], cov.data[start:end]
+            row_of = np.zeros(end - start, dtype=np.intp)
+        else:
+            row_of, pos = rows_entries(cov.indptr, cand)
+            units, data = cov.indices[pos], cov.data[pos]
     base = sums[units]
     gain = problem.weights[units] * (h_values(problem, units, base + data) - h_values(problem, units, base))
     return np.bincount(row_of, weights=gain, minlength=n)
