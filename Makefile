@@ -1,6 +1,7 @@
 # Two entry points do all the set-up themselves:
 #   make demo   create .venv, install memaudit, solve and certify the quickstart package
-#   make test   create .venv, install memaudit with test extras (and Debian's chromium, as root), run the tests
+#   make test   create .venv, install memaudit with test extras (and Debian's chromium, as root), type-check
+#               solvers/ (mypy), run the tests
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -20,6 +21,7 @@ demo: $(STAMP)
 	$(BIN)/memaudit solve packages_data/examples/quickstart.json
 
 test: $(STAMP) browser
+	$(BIN)/mypy solvers
 	$(BIN)/python -m pytest -q
 
 notebooks: $(STAMP)

@@ -58,13 +58,13 @@ def validity_share(problem, chosen, unit_kinds) -> float | None:
 
     ``sum_r w_r h_r(s_r) / sum_r w_r h_r(inf)`` over the units whose kind is ``validity``.
     """
-    from memaudit_solvers.objective import coverage_sums, unit_values
+    from memaudit_solvers.objective import Coverage, h_inf
 
     mask = np.isin(np.asarray(unit_kinds), VALIDITY_KINDS)
     if not mask.any():
         return None
-    got = unit_values(problem, coverage_sums(problem, chosen))[mask].sum()
-    full = unit_values(problem, np.full(problem.n_units, 1e9))[mask].sum()
+    got = Coverage(problem, chosen).unit_values[mask].sum()
+    full = (problem.weights * h_inf(problem))[mask].sum()
     return float(got / full)
 
 

@@ -5,9 +5,9 @@ never the reverse.  Importing it does not import pulp or OR-Tools: the MILP
 back-ends load them when they run.
 """
 
-from .objective import coverage_sums, evaluate, is_feasible, marginal_gains, total_cost
+from .objective import Coverage, coverage_sums, evaluate, is_feasible, marginal_gains, total_cost
 from .problem import Problem, ProblemError
 from .result import BackendUnavailable, Declined, Result, SolverError
 
 __all__ = ["Problem", "ProblemError", "Result", "SolverError", "BackendUnavailable", "Declined",
-           "evaluate", "is_feasible", "coverage_sums", "marginal_gains", "total_cost"]
+           "evaluate", "is_feasible", "coverage_sums", "marginal_gains", "total_cost", "Coverage"]

@@ -7,14 +7,15 @@ import time
 
 import numpy as np
 
-from .objective import budget_slack, coverage_sums, evaluate, marginal_gains, rows_entries, standalone_values
+from .objective import Coverage, budget_slack, evaluate, standalone_values
 from .problem import Problem
 from .result import Result, check_budget, make_result
 
 __all__ = ["greedy", "greedy_store"]
 
 
-def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None) -> np.ndarray:
+def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None,
+                 deadline: float | None = None) -> np.ndarray:
     """Indices chosen by the lazy cost-benefit greedy, extending ``start``.
 
     Repeatedly adds the candidate with the largest marginal gain per cost
@@ -23,29 +24,42 @@ def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None) -> 
     gains only shrink as the store grows (F is submodular), so stale heap
     entries are re-scored lazily.  ``allowed`` (boolean mask) restricts the
     candidates that may be added.
+
+    ``deadline`` (a :func:`time.perf_counter` value; default none) stops the adding once it has
+    passed: the store built so far is returned, feasible like every store this returns (each
+    addition is checked against the group and the budget when it is made).
+
+    Examples
+    --------
+    >>> from memaudit_solvers.problem import Problem
+    >>> p = Problem.build([1, 2, 2], [0, 1, 2], [[1, 0], [0, 1], [1, 1]], [1.0, 3.0])
+    >>> greedy_store(p, 3).tolist(), greedy_store(p, 3, deadline=time.perf_counter() - 1).tolist()
+    ([2], [])
     """
     chosen = [int(u) for u in start]
     used = np.zeros(problem.n_groups, dtype=bool)
     used[problem.groups[chosen]] = True
     remaining = budget - float(problem.costs[chosen].sum())
-    sums = coverage_sums(problem, chosen).copy()
+    state = Coverage(problem, chosen)
     ok = (problem.costs <= remaining + budget_slack(budget)) & ~used[problem.groups]
     if allowed is not None:
         ok &= allowed
     cand = np.flatnonzero(ok)
     if cand.size == 0:
         return np.array(sorted(chosen), dtype=np.int64)
-    gains = marginal_gains(problem, sums, cand)
+    gains = state.gains(cand)
     keep = gains > 0
     heap = [(-g / problem.costs[u], int(u)) for g, u in zip(gains[keep], cand[keep])]
     heapq.heapify(heap)
     tol = 1e-12
     while heap:
+        if deadline is not None and time.perf_counter() > deadline:
+            break
         neg_ratio, u = heapq.heappop(heap)
         g = problem.groups[u]
         if used[g] or problem.costs[u] > remaining + budget_slack(budget):
             continue
-        gain = float(marginal_gains(problem, sums, [u])[0])
+        gain = state.gain(u)
         if gain <= tol:
             continue
         ratio = gain / problem.costs[u]
@@ -55,8 +69,7 @@ def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None) -> 
         chosen.append(u)
         used[g] = True
         remaining -= problem.costs[u]
-        _, pos = rows_entries(problem.coverage.indptr, np.array([u]))
-        np.add.at(sums, problem.coverage.indices[pos], problem.coverage.data[pos])
+        state.add(u)
     return np.array(sorted(chosen), dtype=np.int64)
 
 

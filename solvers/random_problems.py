@@ -34,7 +34,12 @@ def random_problem(n_experiences: int, seed: int, *, restate: float = 0.15, upda
     True
     """
     rng = np.random.default_rng(seed)
-    rows, cols, vals, costs, groups, kinds = [], [], [], [], [], []
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    costs: list[float] = []
+    groups: list[int] = []
+    kinds: list[str] = []
     n_units = 0
     value_units: list[int] = []
 

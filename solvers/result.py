@@ -140,10 +140,11 @@ class Result:
 
 
 def make_result(problem: Problem, budget: float, *, method: str, settings: dict, chosen, status: str,
-                bound: float, started: float, stats: dict | None = None, message: str = "") -> Result:
+                bound: float | None, started: float, stats: dict | None = None, message: str = "") -> Result:
     """Build a :class:`Result`, re-checking feasibility and recomputing value and cost.
 
     ``started`` is the ``time.perf_counter()`` reading taken when the method began.
+    ``bound`` may be None (or NaN) only with status ``optimal``: the bound is then the value.
     A proven bound below the recomputed value by more than ``BOUND_RTOL`` (relative)
     is a solver bug and raises :class:`SolverError`, as does an infeasible store
     (checked exactly, see :func:`memaudit_solvers.objective.infeasibility`).
@@ -157,6 +158,8 @@ def make_result(problem: Problem, budget: float, *, method: str, settings: dict,
     value = evaluate(problem, idx)
     if status == "optimal":
         bound = value if bound is None or math.isnan(bound) else max(float(bound), value)
+    elif bound is None:
+        raise ValueError(f"method {method!r}: a bound of None is only for status 'optimal'; got status {status!r}")
     bound = float(bound)
     if value > 0 and bound < value * (1 - BOUND_RTOL):
         raise SolverError(f"method {method!r} claims bound {bound} below the value {value} of its own store")

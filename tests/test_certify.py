@@ -243,3 +243,14 @@ def test_solve_package_reports_a_failed_backend_and_certifies_with_the_next(monk
     assert report.certified and report.backend == "cpsat"
     assert report.backend_failures == ("milp-highs failed on this package (a solver failure, not bad input): "
                                        "HiGHS failed: run returned kError",)
+
+
+def test_a_bound_of_none_is_the_value_only_for_an_optimal_result():
+    problem, budget = PROBLEMS["tiny-min1"]
+    best = branch_and_bound(problem, budget)
+    same = make_result(problem, budget, method="m", settings={}, chosen=best.chosen, status="optimal", bound=None,
+                       started=0.0)
+    assert same.bound == same.value == best.value and same.gap == 0
+    with pytest.raises(ValueError, match="a bound of None is only for status 'optimal'; got status 'feasible'"):
+        make_result(problem, budget, method="m", settings={}, chosen=best.chosen, status="feasible", bound=None,
+                    started=0.0)

@@ -173,7 +173,7 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
     if run_status == highspy.HighsStatus.kError:
         raise SolverError(f"HiGHS failed: run returned kError with model status {stats['backend_status']!r}")
     has_solution = info.primal_solution_status == highspy.kSolutionStatusFeasible
-    chosen = []
+    chosen: np.ndarray | list[int] = []
     if has_solution:
         x = np.asarray(h.getSolution().col_value, dtype=float)[:model.n_x]
         chosen = _checked_store(problem, budget, model.candidates[x > 0.5], "HiGHS")

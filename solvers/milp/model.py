@@ -41,7 +41,7 @@ def _check_settings(budget, time_limit, threads, integral_y=_NOT_TAKEN) -> dict:
     check_budget(budget)
     if time_limit is not None:
         if (isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real)
-                or math.isnan(time_limit) or not time_limit > 0):
+                or math.isnan(float(time_limit)) or not float(time_limit) > 0):
             raise ValueError(f"The 'time_limit' must be None or a number of seconds > 0. Got {time_limit!r} instead.")
         time_limit = None if math.isinf(time_limit) else float(time_limit)
     if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1:
@@ -126,10 +126,11 @@ class _Model:
                                   shape=(n_p, n_x))
             cover_upper = grid.intercepts.astype(float)
         y_part = sp.csr_array((np.ones(n_p), (np.arange(n_p), self.piece_units)), shape=(n_p, n_y))
-        blocks, upper = [], []
+        blocks: list[list] = []
+        upper: list[np.ndarray] = []
         if self.budget_row:
             blocks.append([sp.csr_array(self.costs.reshape(1, n_x)), sp.csr_array((1, n_y))])
-            upper.append([self.budget])
+            upper.append(np.array([self.budget], dtype=float))
         if self.group_ids.size:
             blocks.append([self.group_rows, sp.csr_array((self.group_ids.size, n_y))])
             upper.append(np.ones(self.group_ids.size))

@@ -108,7 +108,7 @@ def milp_scip(problem: Problem, budget: float, /, *, time_limit: float | None = 
                  n_variables=model.n_x + model.n_y, n_constraints=int(m.getNConss()),
                  n_nodes=int(m.getNNodes()), scip_gap=float(m.getGap()) if has_solution else math.inf,
                  cost_scale=model.cost_scale, value_scale=model.value_scale)
-    chosen = []
+    chosen: np.ndarray | list[int] = []
     if has_solution:
         sol = m.getBestSol()
         x = np.array([m.getSolVal(sol, v) for v in xs], dtype=float)
