@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memaudit_solvers import Problem, Result
-from memaudit_solvers.objective import coverage_sums, h_values
+from memaudit_solvers.objective import SATURATION_RTOL, coverage_sums, h_inf, h_values
 
 from .package import candidate_costs
 
@@ -15,9 +15,6 @@ if TYPE_CHECKING:  # the report type only; solve imports this module
     from .solve import SolveReport
 
 __all__ = ["store_rows", "fully_covered", "uncovered_units"]
-
-#: relative tolerance under which a unit counts as fully covered (h(s) >= (1 - tol) * h(inf))
-_FULL_RTOL = 1e-9
 
 
 def store_rows(report: SolveReport, result: Result | None = None) -> list[dict]:
@@ -40,12 +37,6 @@ def store_rows(report: SolveReport, result: Result | None = None) -> list[dict]:
     return rows
 
 
-def _full_values(problem: Problem) -> np.ndarray:
-    """h_r(inf): the value each unit saturates at (the smallest intercept of its flat pieces), shape (n_units,)."""
-    flat = np.where(problem.h_slopes == 0, problem.h_intercepts, np.inf)
-    return flat.min(axis=1)
-
-
 def fully_covered(problem: Problem, chosen) -> np.ndarray:
     """Boolean mask over units: True where the store ``chosen`` covers the unit fully.
 
@@ -53,8 +44,8 @@ def fully_covered(problem: Problem, chosen) -> np.ndarray:
     """
     sums = coverage_sums(problem, chosen)
     h = h_values(problem, np.arange(problem.n_units), sums)
-    full = _full_values(problem)
-    return np.isinf(full) | (h >= (1 - _FULL_RTOL) * full)
+    full = h_inf(problem)
+    return np.isinf(full) | (h >= (1 - SATURATION_RTOL) * full)
 
 
 def uncovered_units(report: SolveReport, result: Result | None = None) -> list[dict]:
@@ -71,7 +62,7 @@ def uncovered_units(report: SolveReport, result: Result | None = None) -> list[d
     chosen = (result or report.result).chosen
     sums = coverage_sums(problem, chosen)
     h = h_values(problem, np.arange(problem.n_units), sums)
-    full = _full_values(problem)
+    full = h_inf(problem)
     covered = fully_covered(problem, chosen)
     rows = []
     for r, unit in enumerate(report.package.units):

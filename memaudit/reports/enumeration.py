@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memaudit_solvers.objective import h_values
+
 from .paper_protocol import PaperReportError
 
 __all__ = ["MAX_STORES", "Enumeration", "enumerate_stores"]
@@ -99,9 +101,7 @@ def enumerate_stores(problem, *, max_stores: int = MAX_STORES) -> Enumeration:
         opt_costs = np.concatenate([[0.0], problem.costs[m]])
         sums = (sums[:, None, :] + opt_sums[None]).reshape(-1, problem.n_units)
         costs = (costs[:, None] + opt_costs[None]).reshape(-1)
-    # h_r(s) = min_k (slope_rk s + intercept_rk), as memaudit_solvers.objective.h_values states it, for all stores at once
-    h = sums * problem.h_slopes[:, 0] + problem.h_intercepts[:, 0]
-    for p in range(1, problem.h_slopes.shape[1]):
-        np.minimum(h, sums * problem.h_slopes[:, p] + problem.h_intercepts[:, p], out=h)
+    # h of every store at once, by the one formula of h (memaudit_solvers.objective.h_values, 2-D form)
+    h = h_values(problem, np.arange(problem.n_units), sums)
     return Enumeration(problem, options, tuple(o.size for o in options), costs, h @ problem.weights)
 

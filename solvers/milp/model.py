@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from ..exact import MAX_MAGNITUDE_RATIO, power_of_two
 from ..problem import Problem
-from ..objective import h_values, infeasibility
+from ..objective import h_inf, h_values, infeasibility
 from ..result import Declined, Result, SolverError, check_budget, make_result
 
 if TYPE_CHECKING:  # the grid is built from a model, in scaling.py
@@ -157,8 +157,7 @@ def _reduced_model(problem: Problem, budget: float, fold_private: bool = True) -
     a candidate that alone covers many units.
     """
     n_units = problem.n_units
-    flat = problem.h_slopes == 0
-    y_upper_all = np.where(flat, problem.h_intercepts, np.inf).min(axis=1) if n_units else np.zeros(0)
+    y_upper_all = h_inf(problem)
     fits = np.flatnonzero(problem.costs <= budget)   # exact: one float against another (see exact.py)
     cov_fits = problem.coverage[fits]
     covered = np.zeros(n_units, dtype=bool)
