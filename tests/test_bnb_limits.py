@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_progress_is_reported_on_a_search_that_takes_nodes():
     p = random_problem(12, 2, restate=0.8)      # the Lagrangian bound alone needs a few hundred nodes here
     calls = []
-    r = branch_and_bound(p, 0.1 * p.stream_cost(), max_combos=1, dp_limit=1, root_lp=False, node_lp=False,
-                         progress=calls.append)
+    r = branch_and_bound(p, 0.1 * p.stream_cost(), max_combos=1, tree_limit=0, dp_limit=1, root_lp=False,
+                         node_lp=False, progress=calls.append)
     assert r.status == "optimal" and r.stats["nodes"] > 1
     assert calls and all(isinstance(c, Progress) for c in calls)
     for c in calls:
@@ -179,7 +179,7 @@ KINKS_CHILD = textwrap.dedent("""
                       rng.integers(1, 4, n_units).astype(float), h_slopes=slopes, h_intercepts=intercepts)
     budget = 0.3 * float(p.costs.sum())
     t = time.perf_counter()
-    r = branch_and_bound(p, budget, max_combos=1, time_limit=60.0)
+    r = branch_and_bound(p, budget, max_combos=1, tree_limit=0, time_limit=60.0)
     seconds = time.perf_counter() - t
     print(json.dumps({"seconds": seconds, "status": r.status, "value": r.value,
                       "brute": brute_force(p, budget).value,
@@ -220,6 +220,7 @@ def test_tiny_or_huge_costs_do_not_overflow_the_knapsack_price(k):
     with warnings.catch_warnings():
         warnings.filterwarnings("error", category=RuntimeWarning, module=r"memaudit_solvers\.bnb")
         assert lagrangian_bound(q, budget * f) == pytest.approx(lagrangian_bound(p, budget), rel=1e-12)
-        for kwargs in ({}, {"max_combos": 1}, {"max_combos": 1, "root_lp": False, "node_lp": False}):
+        for kwargs in ({}, {"max_combos": 1}, {"max_combos": 1, "tree_limit": 0},
+                       {"max_combos": 1, "tree_limit": 0, "root_lp": False, "node_lp": False}):
             r = branch_and_bound(q, budget * f, **kwargs)
             assert r.status == "optimal" and r.value == pytest.approx(opt, rel=1e-9), kwargs

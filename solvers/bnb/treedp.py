@@ -1,0 +1,267 @@
+"""Exact (cost, value) Pareto frontier of a coupled component by dynamic programming over a path decomposition.
+
+A component of groups tied by shared units is too large to enumerate when its groups have many
+options, but validity chains (a value superseded again and again, each update sharing a validity unit
+with the next) are paths: taken in a good order, only a few units are *open* at a time (covered by a
+group already decided and by one still to come).  The programme decides the groups in that order and
+keeps, for every *state* (the coverage sums of the open units), the (cost, value) Pareto frontier of
+the choices so far; a unit's value ``w_r h_r(s_r)`` is added when its last group is decided.  A sum is
+stored clipped at the unit's saturation point ``z_sat`` (where h becomes flat: 1 for ``min(1, z)``),
+which is exact because ``h(min(s, z_sat) + a) = h(s + a)`` for every ``a >= 0`` once clipped again.
+The order is a path decomposition of the component's group graph: the better of networkx's
+min-fill-in tree decomposition read depth-first from a peripheral bag and scipy's reverse
+Cuthill-McKee order, by the largest number of open units.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..objective import h_values
+from ..problem import Problem
+
+__all__ = ["Frontier", "component_frontier", "group_order", "open_width", "saturation", "TREE_LIMIT"]
+
+#: default largest number of (state, frontier entry) pairs one component's programme may create
+TREE_LIMIT = 2_000_000
+
+#: a component whose best order keeps more units open than this is not tried (its states would explode)
+MAX_OPEN_UNITS = 24
+
+
+@dataclass(frozen=True)
+class Frontier:
+    """The (cost, value) Pareto frontier of a component's stores of positive value.
+
+    ``costs`` and ``values`` have shape (n_options,), sorted by cost, values strictly rising;
+    ``members[i]`` is the tuple of candidates of a store with that cost and value.  ``states`` is the
+    largest number of states of one step and ``entries`` the (state, entry) pairs created in all.
+    """
+
+    costs: np.ndarray
+    values: np.ndarray
+    members: list[tuple[int, ...]]
+    states: int
+    entries: int
+
+
+def saturation(problem: Problem, units: np.ndarray) -> np.ndarray:
+    """``z_sat`` per unit: the smallest z with h constant on ``[z, inf)``, or inf when h never flattens.
+
+    Examples
+    --------
+    >>> from memaudit_solvers.problem import Problem, breakpoint_pieces
+    >>> s, b = breakpoint_pieces([(1.0, 1.0), (2.0, 1.5)])
+    >>> p = Problem.build([1.0], [0], [[1.0, 1.0]], [1.0, 1.0], h_slopes=[[1.0, 0.0, 0.0], s],
+    ...                   h_intercepts=[[0.0, 1.0, 1.0], b])
+    >>> saturation(p, np.array([0, 1])).tolist()
+    [1.0, 2.0]
+    """
+    from .bound import kinks
+
+    z, _ = kinks(problem)
+    z = z[units]
+    flat = problem.h_slopes[units].min(axis=1) == 0
+    last = np.where(np.isnan(z), -np.inf, z).max(axis=1, initial=-np.inf)
+    # flat with no kink z > 0: h is 0 everywhere (a zero slope through the origin)
+    return np.where(flat, np.maximum(last, 0.0), np.inf)
+
+
+def _group_units(problem: Problem, by_group: Mapping[int, Sequence[int]]) -> dict[int, list[int]]:
+    cov = problem.coverage
+    return {g: sorted({int(r) for u in cands for r in cov.indices[cov.indptr[u]:cov.indptr[u + 1]]})
+            for g, cands in by_group.items()}
+
+
+def open_width(order: Sequence[int], g_units: Mapping[int, Sequence[int]]) -> int:
+    """Largest number of units open while ``order`` is decided (a unit is open from its first group to
+    its last one, both included).
+
+    Examples
+    --------
+    >>> open_width([0, 1, 2], {0: [5], 1: [5, 6], 2: [6]}), open_width([0, 2, 1], {0: [5], 1: [5, 6], 2: [6]})
+    (2, 2)
+    """
+    last = {r: i for i, g in enumerate(order) for r in g_units[g]}
+    opened: set[int] = set()
+    width = 0
+    for i, g in enumerate(order):
+        opened.update(g_units[g])
+        width = max(width, len(opened))
+        opened -= {r for r in g_units[g] if last[r] == i}
+    return width
+
+
+def group_order(g_units: Mapping[int, Sequence[int]]) -> list[int]:
+    """An order of the groups that keeps few units open (a path decomposition of their graph).
+
+    Two candidates: networkx's min-fill-in tree decomposition of the group graph (groups linked
+    when they share a unit), its bags read depth-first from a bag at the end of a longest path,
+    and scipy's reverse Cuthill-McKee order; the one with the smaller :func:`open_width` wins.
+
+    Examples
+    --------
+    >>> group_order({0: [1], 3: [1, 2], 7: [2]}) in ([0, 3, 7], [7, 3, 0])
+    True
+    """
+    import networkx as nx
+    import scipy.sparse as sp
+    from networkx.algorithms.approximation import treewidth_min_fill_in
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    groups = sorted(g_units)
+    if len(groups) <= 2:
+        return groups
+    index = {g: i for i, g in enumerate(groups)}
+    graph = nx.Graph()
+    graph.add_nodes_from(groups)
+    by_unit: dict[int, list[int]] = {}
+    for g in groups:
+        for r in g_units[g]:
+            by_unit.setdefault(r, []).append(g)
+    for members in by_unit.values():
+        graph.add_edges_from((a, b) for i, a in enumerate(members) for b in members[i + 1:])
+    orders = []
+    _, tree = treewidth_min_fill_in(graph)
+    if tree.number_of_nodes():
+        bags = sorted(tree.nodes, key=lambda bag: sorted(bag))
+        far = bags[0]
+        for _ in range(2):                      # two sweeps: a bag at one end of a longest path
+            dist = nx.single_source_shortest_path_length(tree, far)
+            far = max(bags, key=lambda bag: (dist.get(bag, -1), sorted(bag)))
+        seen: set[int] = set()
+        order = []
+        for bag in nx.dfs_preorder_nodes(tree, far, sort_neighbors=lambda nb: sorted(nb, key=sorted)):
+            for g in sorted(bag):
+                if g not in seen:
+                    seen.add(g)
+                    order.append(g)
+        order += [g for g in groups if g not in seen]
+        orders.append(order)
+    rows, cols = [], []
+    for a, b in graph.edges:
+        rows += [index[a], index[b]]
+        cols += [index[b], index[a]]
+    adj = sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(len(groups), len(groups)))
+    orders.append([groups[i] for i in reverse_cuthill_mckee(adj, symmetric_mode=True)])
+    return min(orders, key=lambda o: open_width(o, g_units))
+
+
+def _pareto(costs: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Indices of the entries worth more than every entry costing no more (cost order)."""
+    order = np.lexsort((-values, costs))
+    v = values[order]
+    before = np.maximum.accumulate(np.concatenate([[-np.inf], v[:-1]]))
+    return order[v > before]
+
+
+def component_frontier(problem: Problem, by_group: Mapping[int, Sequence[int]], *, budget: float = math.inf,
+                       limit: int = TREE_LIMIT, deadline: float = math.inf) -> Frontier | None:
+    """The exact (cost, value) Pareto frontier of one component's stores, or None if too large.
+
+    Parameters
+    ----------
+    problem : Problem
+    by_group : mapping of group -> its candidates
+        The component: every unit its candidates cover is covered by no candidate outside it.
+    budget : float
+        Stores costing more are dropped as they appear (the frontier is then cut at the budget).
+    limit : int
+        Most (state, frontier entry) pairs created before giving up; ``deadline`` (a
+        ``time.perf_counter()`` value) is checked after every group as well.
+
+    Returns
+    -------
+    Frontier or None
+        None when the best order keeps more than :data:`MAX_OPEN_UNITS` units open, or the limit or
+        the deadline is reached.
+
+    Examples
+    --------
+    >>> from memaudit_solvers.problem import Problem
+    >>> p = Problem.build([2, 1, 2, 1], [0, 0, 1, 1], [[1, 1, 0], [0, 1, 0], [0, 1, 1], [0, 1, 0]], [1, 1, 1])
+    >>> f = component_frontier(p, {0: [0, 1], 1: [2, 3]})
+    >>> f.costs.tolist(), f.values.tolist(), f.members
+    ([1.0, 2.0, 4.0], [1.0, 2.0, 3.0], [(3,), (2,), (0, 2)])
+    """
+    g_units = _group_units(problem, by_group)
+    order = group_order(g_units)
+    if open_width(order, g_units) > MAX_OPEN_UNITS:
+        return None
+    units = np.array(sorted({r for rs in g_units.values() for r in rs}), dtype=np.int64)
+    sat = dict(zip(units.tolist(), saturation(problem, units).tolist()))
+    weight = dict(zip(units.tolist(), problem.weights[units].tolist()))
+    last = {r: i for i, g in enumerate(order) for r in g_units[g]}
+    cov = problem.coverage
+    open_units: list[int] = []
+    # one step per group: the states' keys (sums of the open units, in open_units order), and per
+    # state its entries' costs, values, and back-pointers (previous state, its entry, the candidate)
+    keys: list[tuple[float, ...]] = [()]
+    costs: list[np.ndarray] = [np.zeros(1)]
+    values: list[np.ndarray] = [np.zeros(1)]
+    steps: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
+    entries = 1
+    widest = 1
+    for i, g in enumerate(order):
+        nothing: dict[int, float] = {}
+        options = [(-1, 0.0, nothing)]
+        for u in by_group[g]:
+            span = slice(cov.indptr[u], cov.indptr[u + 1])
+            options.append((int(u), float(problem.costs[u]), dict(zip(cov.indices[span].tolist(),
+                                                                      cov.data[span].tolist()))))
+        touched = g_units[g]
+        closing = [r for r in touched if last[r] == i]
+        new_open = sorted((set(open_units) | set(touched)) - set(closing))
+        closing_idx = np.array(closing, dtype=np.int64)
+        buckets: dict[tuple[float, ...], list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]]] = {}
+        for sid, key in enumerate(keys):
+            sums = dict(zip(open_units, key))
+            c0, v0 = costs[sid], values[sid]
+            for cand, cost, cover in options:
+                c = c0 + cost
+                fit = np.flatnonzero(c <= budget)
+                if fit.size == 0:
+                    continue
+                new = {r: min(sums.get(r, 0.0) + cover.get(r, 0.0), sat[r]) for r in touched}
+                gain = 0.0
+                if closing:
+                    z = np.array([new[r] for r in closing])
+                    gain = float(np.dot(h_values(problem, closing_idx, z), [weight[r] for r in closing]))
+                new_key = tuple(new[r] if r in new else sums[r] for r in new_open)
+                buckets.setdefault(new_key, []).append((c[fit], v0[fit] + gain, np.full(fit.size, sid), fit, cand))
+        keys, costs, values, step = [], [], [], []
+        for key, parts in buckets.items():
+            c = np.concatenate([p[0] for p in parts])
+            v = np.concatenate([p[1] for p in parts])
+            keep = _pareto(c, v)
+            parent = np.concatenate([p[2] for p in parts])[keep]
+            entry = np.concatenate([p[3] for p in parts])[keep]
+            chosen = np.concatenate([np.full(p[0].size, p[4]) for p in parts])[keep]
+            keys.append(key)
+            costs.append(c[keep])
+            values.append(v[keep])
+            step.append((parent, entry, chosen))
+            entries += keep.size
+        steps.append(step)
+        open_units = new_open
+        widest = max(widest, len(keys))
+        if entries > limit or time.perf_counter() > deadline:
+            return None
+    # every unit is closed: one state, () -- keep the stores of positive value
+    fin_c, fin_v = costs[0], values[0]
+    keep = np.flatnonzero(fin_v > 0)
+    members = []
+    for e in keep.tolist():
+        sid, store = 0, []
+        for step in reversed(steps):
+            parent, entry, chosen = step[sid]
+            if chosen[e] >= 0:
+                store.append(int(chosen[e]))
+            sid, e = int(parent[e]), int(entry[e])
+        members.append(tuple(sorted(store)))
+    return Frontier(fin_c[keep], fin_v[keep], members, widest, entries)
