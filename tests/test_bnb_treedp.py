@@ -121,12 +121,27 @@ def test_frontier_of_validity_chains_equals_brute_force(seed):
     assert checked >= 2
 
 
-def test_group_order_of_a_path_keeps_two_units_open():
+def test_group_order_of_a_path_keeps_one_unit_open():
     # groups 0..9 in a shuffled path: group g shares unit g with g + 1
     rng = np.random.default_rng(0)
     names = rng.permutation(10).tolist()
     g_units = {names[i]: [u for u in (i - 1, i) if 0 <= u < 9] for i in range(10)}
-    assert open_width(group_order(g_units), g_units) == 2
+    assert open_width(group_order(g_units), g_units) == 1
+
+
+def test_group_order_of_a_tree_uses_the_tree_decomposition():
+    # a star of chains: hub 0 shares unit 100 + i with the first group of arm i; arms of 4 groups
+    g_units = {0: [100, 101, 102, 103]}
+    for arm in range(4):
+        for j in range(4):
+            g = 1 + 4 * arm + j
+            g_units[g] = [100 + arm] * (j == 0) + [10 * g] * 1 + [10 * (g + 1)] * (j < 3)
+            if j > 0:
+                g_units[g].append(10 * g)
+    g_units = {g: sorted(set(rs)) for g, rs in g_units.items()}
+    order = group_order(g_units)
+    assert sorted(order) == sorted(g_units)
+    assert open_width(order, g_units) <= 4
 
 
 @pytest.mark.parametrize("seed", range(4))

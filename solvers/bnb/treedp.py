@@ -8,9 +8,9 @@ keeps, for every *state* (the coverage sums of the open units), the (cost, value
 the choices so far; a unit's value ``w_r h_r(s_r)`` is added when its last group is decided.  A sum is
 stored clipped at the unit's saturation point ``z_sat`` (where h becomes flat: 1 for ``min(1, z)``),
 which is exact because ``h(min(s, z_sat) + a) = h(s + a)`` for every ``a >= 0`` once clipped again.
-The order is a path decomposition of the component's group graph: the better of networkx's
-min-fill-in tree decomposition read depth-first from a peripheral bag and scipy's reverse
-Cuthill-McKee order, by the largest number of open units.
+The order is a path decomposition of the component's group graph: scipy's reverse Cuthill-McKee
+order, or networkx's min-fill-in tree decomposition read depth-first from a peripheral bag when
+that keeps fewer units open.
 """
 
 from __future__ import annotations
@@ -79,77 +79,93 @@ def _group_units(problem: Problem, by_group: Mapping[int, Sequence[int]]) -> dic
 
 
 def open_width(order: Sequence[int], g_units: Mapping[int, Sequence[int]]) -> int:
-    """Largest number of units open while ``order`` is decided (a unit is open from its first group to
-    its last one, both included).
+    """Largest number of units open between two groups of ``order`` (covered by a group before and a
+    group after): the width of the programme's states.
 
     Examples
     --------
     >>> open_width([0, 1, 2], {0: [5], 1: [5, 6], 2: [6]}), open_width([0, 2, 1], {0: [5], 1: [5, 6], 2: [6]})
-    (2, 2)
+    (1, 2)
     """
     last = {r: i for i, g in enumerate(order) for r in g_units[g]}
     opened: set[int] = set()
     width = 0
     for i, g in enumerate(order):
         opened.update(g_units[g])
-        width = max(width, len(opened))
         opened -= {r for r in g_units[g] if last[r] == i}
+        width = max(width, len(opened))
     return width
 
 
 def group_order(g_units: Mapping[int, Sequence[int]]) -> list[int]:
     """An order of the groups that keeps few units open (a path decomposition of their graph).
 
-    Two candidates: networkx's min-fill-in tree decomposition of the group graph (groups linked
-    when they share a unit), its bags read depth-first from a bag at the end of a longest path,
-    and scipy's reverse Cuthill-McKee order; the one with the smaller :func:`open_width` wins.
+    First scipy's reverse Cuthill-McKee order of the group graph (groups linked when they share a
+    unit); when it keeps more than :data:`PATH_WIDTH` units open (the component is no chain),
+    also networkx's min-fill-in tree decomposition, its bags read depth-first from a bag at the
+    end of a longest path; the order with the smaller :func:`open_width` wins.
 
     Examples
     --------
     >>> group_order({0: [1], 3: [1, 2], 7: [2]}) in ([0, 3, 7], [7, 3, 0])
     True
     """
-    import networkx as nx
     import scipy.sparse as sp
-    from networkx.algorithms.approximation import treewidth_min_fill_in
     from scipy.sparse.csgraph import reverse_cuthill_mckee
 
     groups = sorted(g_units)
     if len(groups) <= 2:
         return groups
     index = {g: i for i, g in enumerate(groups)}
-    graph = nx.Graph()
-    graph.add_nodes_from(groups)
     by_unit: dict[int, list[int]] = {}
     for g in groups:
         for r in g_units[g]:
             by_unit.setdefault(r, []).append(g)
-    for members in by_unit.values():
-        graph.add_edges_from((a, b) for i, a in enumerate(members) for b in members[i + 1:])
-    orders = []
-    _, tree = treewidth_min_fill_in(graph)
-    if tree.number_of_nodes():
-        bags = sorted(tree.nodes, key=lambda bag: sorted(bag))
-        far = bags[0]
-        for _ in range(2):                      # two sweeps: a bag at one end of a longest path
-            dist = nx.single_source_shortest_path_length(tree, far)
-            far = max(bags, key=lambda bag: (dist.get(bag, -1), sorted(bag)))
-        seen: set[int] = set()
-        order = []
-        for bag in nx.dfs_preorder_nodes(tree, far, sort_neighbors=lambda nb: sorted(nb, key=sorted)):
-            for g in sorted(bag):
-                if g not in seen:
-                    seen.add(g)
-                    order.append(g)
-        order += [g for g in groups if g not in seen]
-        orders.append(order)
-    rows, cols = [], []
-    for a, b in graph.edges:
-        rows += [index[a], index[b]]
-        cols += [index[b], index[a]]
+    edges = sorted({(a, b) for members in by_unit.values() for i, a in enumerate(members) for b in members[i + 1:]})
+    rows = [index[a] for a, b in edges] + [index[b] for a, b in edges]
+    cols = [index[b] for a, b in edges] + [index[a] for a, b in edges]
     adj = sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(len(groups), len(groups)))
-    orders.append([groups[i] for i in reverse_cuthill_mckee(adj, symmetric_mode=True)])
-    return min(orders, key=lambda o: open_width(o, g_units))
+    best = [groups[i] for i in reverse_cuthill_mckee(adj, symmetric_mode=True)]
+    if open_width(best, g_units) <= PATH_WIDTH:
+        return best
+    import networkx as nx   # imported only here: it takes a second to load
+    from networkx.algorithms.approximation import treewidth_min_fill_in
+
+    graph = nx.Graph()
+    graph.add_nodes_from(groups)
+    graph.add_edges_from(edges)
+    _, tree = treewidth_min_fill_in(graph)
+    bags = sorted(tree.nodes, key=lambda bag: sorted(bag))
+    far = bags[0]
+    for _ in range(2):                      # two sweeps: a bag at one end of a longest path
+        dist = nx.single_source_shortest_path_length(tree, far)
+        far = max(bags, key=lambda bag: (dist.get(bag, -1), sorted(bag)))
+    seen: set[int] = set()
+    order = []
+    for bag in nx.dfs_preorder_nodes(tree, far, sort_neighbors=lambda nb: sorted(nb, key=sorted)):
+        for g in sorted(bag):
+            if g not in seen:
+                seen.add(g)
+                order.append(g)
+    order += [g for g in groups if g not in seen]
+    return order if open_width(order, g_units) < open_width(best, g_units) else best
+
+
+#: an order keeping at most this many units open is taken without trying networkx's decomposition
+PATH_WIDTH = 2
+
+#: an h with at most this many pieces is evaluated in plain Python (a numpy call costs more)
+_PY_PIECES = 16
+
+
+def _h(problem: Problem, r: int, z: float, pieces: dict[int, list[tuple[float, float]]]) -> float:
+    """``h_r(z)``, as :func:`memaudit_solvers.objective.h_values` computes it (the same float operations)."""
+    k = problem.h_slopes.shape[1]
+    if k > _PY_PIECES:
+        return float(h_values(problem, np.array([r]), np.array([z]))[0])
+    if r not in pieces:
+        pieces[r] = list(zip(problem.h_slopes[r].tolist(), problem.h_intercepts[r].tolist()))
+    return min(a * z + b for a, b in pieces[r])
 
 
 def _pareto(costs: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -198,6 +214,8 @@ def component_frontier(problem: Problem, by_group: Mapping[int, Sequence[int]], 
     weight = dict(zip(units.tolist(), problem.weights[units].tolist()))
     last = {r: i for i, g in enumerate(order) for r in g_units[g]}
     cov = problem.coverage
+    unit_value: dict[tuple[int, float], float] = {}      # w_r h_r(z), computed once per (unit, sum)
+    pieces: dict[int, list[tuple[float, float]]] = {}
     open_units: list[int] = []
     # one step per group: the states' keys (sums of the open units, in open_units order), and per
     # state its entries' costs, values, and back-pointers (previous state, its entry, the candidate)
@@ -217,7 +235,6 @@ def component_frontier(problem: Problem, by_group: Mapping[int, Sequence[int]], 
         touched = g_units[g]
         closing = [r for r in touched if last[r] == i]
         new_open = sorted((set(open_units) | set(touched)) - set(closing))
-        closing_idx = np.array(closing, dtype=np.int64)
         buckets: dict[tuple[float, ...], list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]]] = {}
         for sid, key in enumerate(keys):
             sums = dict(zip(open_units, key))
@@ -229,9 +246,11 @@ def component_frontier(problem: Problem, by_group: Mapping[int, Sequence[int]], 
                     continue
                 new = {r: min(sums.get(r, 0.0) + cover.get(r, 0.0), sat[r]) for r in touched}
                 gain = 0.0
-                if closing:
-                    z = np.array([new[r] for r in closing])
-                    gain = float(np.dot(h_values(problem, closing_idx, z), [weight[r] for r in closing]))
+                for r in closing:
+                    z = new[r]
+                    if (r, z) not in unit_value:
+                        unit_value[r, z] = weight[r] * _h(problem, r, z, pieces)
+                    gain += unit_value[r, z]
                 new_key = tuple(new[r] if r in new else sums[r] for r in new_open)
                 buckets.setdefault(new_key, []).append((c[fit], v0[fit] + gain, np.full(fit.size, sid), fit, cand))
         keys, costs, values, step = [], [], [], []
