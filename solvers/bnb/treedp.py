@@ -223,7 +223,7 @@ def component_frontier(problem: Problem, by_group: Mapping[int, Sequence[int]], 
     costs: list[np.ndarray] = [np.zeros(1)]
     values: list[np.ndarray] = [np.zeros(1)]
     steps: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
-    entries = 1
+    created = 1
     widest = 1
     for i, g in enumerate(order):
         nothing: dict[int, float] = {}
@@ -235,14 +235,16 @@ def component_frontier(problem: Problem, by_group: Mapping[int, Sequence[int]], 
         touched = g_units[g]
         closing = [r for r in touched if last[r] == i]
         new_open = sorted((set(open_units) | set(touched)) - set(closing))
-        buckets: dict[tuple[float, ...], list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]]] = {}
+        # per new state: its parts, each (costs, values, previous state, how many entries, candidate);
+        # a state's entries are sorted by cost, so the entries that fit the budget are a prefix
+        buckets: dict[tuple[float, ...], list[tuple[np.ndarray, np.ndarray, int, int, int]]] = {}
         for sid, key in enumerate(keys):
             sums = dict(zip(open_units, key))
             c0, v0 = costs[sid], values[sid]
             for cand, cost, cover in options:
                 c = c0 + cost
-                fit = np.flatnonzero(c <= budget)
-                if fit.size == 0:
+                n_fit = int(np.searchsorted(c, budget, side="right"))
+                if n_fit == 0:
                     continue
                 new = {r: min(sums.get(r, 0.0) + cover.get(r, 0.0), sat[r]) for r in touched}
                 gain = 0.0
@@ -252,24 +254,25 @@ def component_frontier(problem: Problem, by_group: Mapping[int, Sequence[int]], 
                         unit_value[r, z] = weight[r] * _h(problem, r, z, pieces)
                     gain += unit_value[r, z]
                 new_key = tuple(new[r] if r in new else sums[r] for r in new_open)
-                buckets.setdefault(new_key, []).append((c[fit], v0[fit] + gain, np.full(fit.size, sid), fit, cand))
+                buckets.setdefault(new_key, []).append((c[:n_fit], v0[:n_fit] + gain, sid, n_fit, cand))
+                created += n_fit
         keys, costs, values, step = [], [], [], []
         for key, parts in buckets.items():
             c = np.concatenate([p[0] for p in parts])
             v = np.concatenate([p[1] for p in parts])
             keep = _pareto(c, v)
-            parent = np.concatenate([p[2] for p in parts])[keep]
-            entry = np.concatenate([p[3] for p in parts])[keep]
-            chosen = np.concatenate([np.full(p[0].size, p[4]) for p in parts])[keep]
+            sizes = np.array([p[3] for p in parts])
+            parent = np.repeat([p[2] for p in parts], sizes)[keep]
+            entry = (np.arange(c.size) - np.repeat(np.cumsum(sizes) - sizes, sizes))[keep]
+            chosen = np.repeat([p[4] for p in parts], sizes)[keep]
             keys.append(key)
             costs.append(c[keep])
             values.append(v[keep])
             step.append((parent, entry, chosen))
-            entries += keep.size
         steps.append(step)
         open_units = new_open
         widest = max(widest, len(keys))
-        if entries > limit or time.perf_counter() > deadline:
+        if created > limit or time.perf_counter() > deadline:
             return None
     # every unit is closed: one state, () -- keep the stores of positive value
     fin_c, fin_v = costs[0], values[0]
@@ -283,4 +286,4 @@ def component_frontier(problem: Problem, by_group: Mapping[int, Sequence[int]], 
                 store.append(int(chosen[e]))
             sid, e = int(parent[e]), int(entry[e])
         members.append(tuple(sorted(store)))
-    return Frontier(fin_c[keep], fin_v[keep], members, widest, entries)
+    return Frontier(fin_c[keep], fin_v[keep], members, widest, created)
