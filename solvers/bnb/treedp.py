@@ -100,10 +100,12 @@ def open_width(order: Sequence[int], g_units: Mapping[int, Sequence[int]]) -> in
 def group_order(g_units: Mapping[int, Sequence[int]]) -> list[int]:
     """An order of the groups that keeps few units open (a path decomposition of their graph).
 
-    First scipy's reverse Cuthill-McKee order of the group graph (groups linked when they share a
-    unit); when it keeps more than :data:`PATH_WIDTH` units open (the component is no chain),
-    also networkx's min-fill-in tree decomposition, its bags read depth-first from a bag at the
-    end of a longest path; the order with the smaller :func:`open_width` wins.
+    First scipy's reverse Cuthill-McKee order of the group--unit graph (linear in its edges: a
+    unit shared by many groups is one node, not a clique of them); when it keeps more than
+    :data:`PATH_WIDTH` units open (the component is no chain) and the graph has at most
+    :data:`MAX_DECOMPOSED_NODES` nodes, also networkx's min-fill-in tree decomposition of that
+    graph, its bags read depth-first from a bag at the end of a longest path; the order with the
+    smaller :func:`open_width` wins.
 
     Examples
     --------
@@ -116,24 +118,23 @@ def group_order(g_units: Mapping[int, Sequence[int]]) -> list[int]:
     groups = sorted(g_units)
     if len(groups) <= 2:
         return groups
-    index = {g: i for i, g in enumerate(groups)}
-    by_unit: dict[int, list[int]] = {}
-    for g in groups:
-        for r in g_units[g]:
-            by_unit.setdefault(r, []).append(g)
-    edges = sorted({(a, b) for members in by_unit.values() for i, a in enumerate(members) for b in members[i + 1:]})
-    rows = [index[a] for a, b in edges] + [index[b] for a, b in edges]
-    cols = [index[b] for a, b in edges] + [index[a] for a, b in edges]
-    adj = sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(len(groups), len(groups)))
-    best = [groups[i] for i in reverse_cuthill_mckee(adj, symmetric_mode=True)]
-    if open_width(best, g_units) <= PATH_WIDTH:
+    units = sorted({r for rs in g_units.values() for r in rs})
+    node = {("g", g): i for i, g in enumerate(groups)}
+    node.update({("r", r): len(groups) + i for i, r in enumerate(units)})
+    gi = [node["g", g] for g in groups for _ in g_units[g]]
+    ri = [node["r", r] for g in groups for r in g_units[g]]
+    n = len(node)
+    adj = sp.csr_array((np.ones(2 * len(gi)), (gi + ri, ri + gi)), shape=(n, n))
+    best = [groups[i] for i in reverse_cuthill_mckee(adj, symmetric_mode=True) if i < len(groups)]
+    best_width = open_width(best, g_units)
+    if best_width <= PATH_WIDTH or n > MAX_DECOMPOSED_NODES:
         return best
     import networkx as nx   # imported only here: it takes a second to load
     from networkx.algorithms.approximation import treewidth_min_fill_in
 
     graph = nx.Graph()
-    graph.add_nodes_from(groups)
-    graph.add_edges_from(edges)
+    graph.add_nodes_from(range(n))
+    graph.add_edges_from(zip(gi, ri))
     _, tree = treewidth_min_fill_in(graph)
     bags = sorted(tree.nodes, key=lambda bag: sorted(bag))
     far = bags[0]
@@ -143,12 +144,16 @@ def group_order(g_units: Mapping[int, Sequence[int]]) -> list[int]:
     seen: set[int] = set()
     order = []
     for bag in nx.dfs_preorder_nodes(tree, far, sort_neighbors=lambda nb: sorted(nb, key=sorted)):
-        for g in sorted(bag):
-            if g not in seen:
-                seen.add(g)
-                order.append(g)
-    order += [g for g in groups if g not in seen]
-    return order if open_width(order, g_units) < open_width(best, g_units) else best
+        for i in sorted(bag):
+            if i < len(groups) and i not in seen:
+                seen.add(i)
+                order.append(groups[i])
+    order += [groups[i] for i in range(len(groups)) if i not in seen]
+    return order if open_width(order, g_units) < best_width else best
+
+
+#: largest group--unit graph (groups + units) given to networkx's tree decomposition
+MAX_DECOMPOSED_NODES = 3000
 
 
 #: an order keeping at most this many units open is taken without trying networkx's decomposition
@@ -256,6 +261,8 @@ def component_frontier(problem: Problem, by_group: Mapping[int, Sequence[int]], 
                 new_key = tuple(new[r] if r in new else sums[r] for r in new_open)
                 buckets.setdefault(new_key, []).append((c[:n_fit], v0[:n_fit] + gain, sid, n_fit, cand))
                 created += n_fit
+            if created > limit:            # checked inside a step too: one step's memory stays bounded
+                return None
         keys, costs, values, step = [], [], [], []
         for key, parts in buckets.items():
             c = np.concatenate([p[0] for p in parts])
