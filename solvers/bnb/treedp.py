@@ -28,10 +28,10 @@ from ..problem import Problem
 __all__ = ["Frontier", "component_frontier", "group_order", "open_width", "saturation", "TREE_LIMIT"]
 
 #: default largest number of (state, frontier entry) pairs one component's programme may create
-TREE_LIMIT = 2_000_000
+TREE_LIMIT = 300_000
 
 #: a component whose best order keeps more units open than this is not tried (its states would explode)
-MAX_OPEN_UNITS = 24
+MAX_OPEN_UNITS = 12
 
 
 @dataclass(frozen=True)
