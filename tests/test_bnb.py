@@ -20,10 +20,11 @@ from test_objective import build, problem_data  # the drawn-problem strategy of 
 #: bnb settings that each take a different path through the code
 CONFIGS = {
     "default": {},
-    "coupled": {"max_combos": 1},                                    # no component is collapsed
-    "coupled-no-lp": {"max_combos": 1, "root_lp": False, "node_lp": False},
-    "coupled-no-dp": {"max_combos": 1, "dp_limit": 1},
-    "lagrangian-only": {"max_combos": 1, "root_lp": False, "node_lp": False, "dp_limit": 1},
+    "coupled": {"max_combos": 1, "tree_limit": 0},                   # no component is collapsed
+    "coupled-no-lp": {"max_combos": 1, "tree_limit": 0, "root_lp": False, "node_lp": False},
+    "coupled-no-dp": {"max_combos": 1, "tree_limit": 0, "dp_limit": 1},
+    "lagrangian-only": {"max_combos": 1, "tree_limit": 0, "root_lp": False, "node_lp": False, "dp_limit": 1},
+    "tree-dp": {"max_combos": 1},                   # every coupled component through bnb.treedp's programme
 }
 PIECES = ("min1", "cap", "pwl")
 
@@ -341,9 +342,10 @@ def test_tiny_time_limit_returns_a_feasible_store_and_a_bound():
 
 def test_settings_are_recorded():
     p = tiny_problem(3)
-    r = branch_and_bound(p, 5.0, max_combos=7, root_lp=False, dp_limit=99)
+    r = branch_and_bound(p, 5.0, max_combos=7, root_lp=False, dp_limit=99, tree_limit=5)
     assert r.method == "bnb"
-    assert r.settings == {"time_limit": None, "root_lp": False, "node_lp": True, "max_combos": 7, "dp_limit": 99}
+    assert r.settings == {"time_limit": None, "root_lp": False, "node_lp": True, "max_combos": 7, "dp_limit": 99,
+                          "tree_limit": 5}
 
 
 @pytest.mark.parametrize("budget, kwargs, name", [

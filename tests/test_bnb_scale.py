@@ -10,7 +10,7 @@ from memaudit_solvers.problem import Problem
 from memaudit_solvers.random_problems import random_problem, tiny_problem
 
 SCALES = [-12, -11, -9, -6, -3, 3, 7, 12]
-CONFIGS = {"default": {}, "coupled": {"max_combos": 1}}
+CONFIGS = {"default": {}, "coupled": {"max_combos": 1, "tree_limit": 0}, "tree-dp": {"max_combos": 1}}
 
 
 def scaled(p: Problem, cost_factor: float = 1.0, weight_factor: float = 1.0) -> Problem:

@@ -23,13 +23,15 @@ from .bound import lagrangian_bound, right_slopes
 from .decompose import decompose, dominated
 from .grid import objective_grid
 from .search import Progress, Search
+from .treedp import TREE_LIMIT
 
 __all__ = ["branch_and_bound", "objective_grid", "lagrangian_bound", "Progress"]
 
 
 def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | None = None,
                      root_lp: bool = True, node_lp: bool = True, max_combos: int = 4096,
-                     dp_limit: int = 20_000_000, progress: Callable[[Progress], None] | None = None) -> Result:
+                     dp_limit: int = 20_000_000, tree_limit: int = TREE_LIMIT,
+                     progress: Callable[[Progress], None] | None = None) -> Result:
     """Exact optimum by decomposition and branch-and-bound with Lagrangian bounds.
 
     1. Candidates costing more than the budget, covering nothing, or dominated
@@ -38,7 +40,10 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
     2. Groups that share no unit are independent.  Each connected component
        of groups with at most ``max_combos`` stores is collapsed into one group
        whose options are the (cost, value) Pareto frontier of its stores; F is
-       unchanged and those groups no longer interact.
+       unchanged and those groups no longer interact.  A larger component is
+       collapsed the same way when a dynamic programme over a path
+       decomposition of its groups (:mod:`memaudit_solvers.bnb.treedp`) gives
+       its frontier within ``tree_limit``.
     3. The bound prices each unit of coverage (``mu_r``) and the budget
        (``lam``): for any prices ``F(S + X) <= F(S) + sum_r phi_r(mu_r) +
        sum_{u in X} mu . a_u`` (``phi_r`` the concave conjugate of ``w_r h_r``),
@@ -83,6 +88,9 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         weights (the fractional knapsack over marginal gains).
     max_combos : int
         Largest number of stores of a component that is enumerated.
+    tree_limit : int
+        Most (state, frontier entry) pairs the dynamic programme may create for
+        one component too large to enumerate; 0 never tries it.
     dp_limit : int
         Largest dynamic-programming table (options x budget steps).
     progress : callable, optional
@@ -107,7 +115,7 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
     (2.5, [1, 2], 'optimal')
     """
     started = time.perf_counter()
-    settings = _check_settings(budget, time_limit, root_lp, node_lp, max_combos, dp_limit)
+    settings = _check_settings(budget, time_limit, root_lp, node_lp, max_combos, dp_limit, tree_limit)
     if progress is not None and not callable(progress):
         raise ValueError(f"progress must be None or a callable taking a Progress; got {progress!r}")
     budget = float(budget)
@@ -123,7 +131,8 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         return make_result(p, budget, method="bnb", settings=settings, chosen=[], status="optimal", bound=0.0,
                            started=started, stats={"removed": removed, "nodes": 0},
                            message="no candidate fits the budget with positive value")
-    reduced, members, exact_units, dstats = decompose(p, active, max_combos, deadline=deadline)
+    reduced, members, exact_units, dstats = decompose(p, active, max_combos, deadline=deadline,
+                                                      budget=budget + tol_b, tree_limit=tree_limit)
     def fits(store) -> bool:
         """The exact rule on the original candidates of a store of the reduced problem."""
         originals = [u for j in store for u in members[j]]
@@ -146,7 +155,7 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
                        message=f"proved optimal after {stats['nodes']} nodes")
 
 
-def _check_settings(budget, time_limit, root_lp, node_lp, max_combos, dp_limit) -> dict:
+def _check_settings(budget, time_limit, root_lp, node_lp, max_combos, dp_limit, tree_limit) -> dict:
     check_budget(budget)
     if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
                                    or not time_limit > 0):
@@ -157,5 +166,7 @@ def _check_settings(budget, time_limit, root_lp, node_lp, max_combos, dp_limit) 
     for name, val in (("max_combos", max_combos), ("dp_limit", dp_limit)):
         if isinstance(val, bool) or not isinstance(val, int) or val < 1:
             raise ValueError(f"{name} must be an int >= 1; got {val!r}")
+    if isinstance(tree_limit, bool) or not isinstance(tree_limit, int) or tree_limit < 0:
+        raise ValueError(f"tree_limit must be an int >= 0; got {tree_limit!r}")
     return {"time_limit": time_limit, "root_lp": root_lp, "node_lp": node_lp, "max_combos": max_combos,
-            "dp_limit": dp_limit}
+            "dp_limit": dp_limit, "tree_limit": tree_limit}

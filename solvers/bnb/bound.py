@@ -13,21 +13,61 @@ __all__ = ["lagrangian_bound", "kinks", "right_slopes", "residual_conjugate", "l
 
 
 def kinks(problem: Problem):
-    """Pairwise piece intersections z > 0 per unit and h there (padded with NaN / -inf)."""
+    """The kinks ``z > 0`` of each unit's h and h there, shape (n_units, m) each (padded with NaN / -inf).
+
+    A kink is where the lower envelope ``min_k (a_k z + b_k)`` changes piece.  The pieces of every
+    unit are sorted by slope (falling) and the envelope is built with one stack per unit
+    (the convex-hull trick, all units at once): memory ``O(n_units * n_pieces)`` and
+    ``m <= n_pieces - 1``, however many breakpoints an h has.  Pieces that are never the minimum
+    (repeated or above the envelope) give no kink; ``sup`` of a concave h minus a line is taken at
+    a kink, so :func:`residual_conjugate` needs no other points.
+
+    Examples
+    --------
+    >>> from memaudit_solvers.problem import Problem, breakpoint_pieces
+    >>> s, b = breakpoint_pieces([(1.0, 1.0), (2.0, 1.5)])
+    >>> p = Problem.build([1.0], [0], [[1.0]], [1.0], h_slopes=[s], h_intercepts=[b])
+    >>> z, hz = kinks(p)
+    >>> z.tolist(), hz.tolist()
+    ([[1.0, 2.0]], [[1.0, 1.5]])
+    """
     def build():
-        a, b = problem.h_slopes, problem.h_intercepts
-        k = a.shape[1]
-        zs = []
-        for i in range(k):
-            for j in range(i + 1, k):
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    z = (b[:, j] - b[:, i]) / (a[:, i] - a[:, j])
-                z[~np.isfinite(z) | (z <= 0)] = np.nan
-                zs.append(z)
-        if not zs:
-            zs = [np.full(problem.n_units, np.nan)]
-        z = np.column_stack(zs)
-        hz = np.min(a[:, None, :] * np.nan_to_num(z)[:, :, None] + b[:, None, :], axis=2)
+        n, k = problem.h_slopes.shape
+        order = np.lexsort((problem.h_intercepts, -problem.h_slopes))     # per unit: slope falling, then intercept
+        a = np.take_along_axis(problem.h_slopes, order, axis=1)
+        b = np.take_along_axis(problem.h_intercepts, order, axis=1)
+        # stack of each unit's envelope pieces so far (slopes strictly falling), ``top`` pieces deep
+        sa, sb = np.zeros((n, k)), np.zeros((n, k))
+        top = np.zeros(n, dtype=np.int64)
+        for j in range(k):
+            aj, bj = a[:, j], b[:, j]
+            # a piece as steep as the top one has no lower intercept (the sort): it is never the minimum
+            push = (top == 0) | (sa[np.arange(n), np.maximum(top - 1, 0)] != aj)
+            rows = np.flatnonzero(push & (top >= 2))
+            while rows.size:
+                t = top[rows]
+                pa, pb = sa[rows, t - 2], sb[rows, t - 2]
+                ta, tb = sa[rows, t - 1], sb[rows, t - 1]
+                # the top piece is never the minimum when the new one crosses the piece below it no
+                # later than the top one does (pa > ta > aj: both denominators are > 0)
+                pop = (bj[rows] - pb) / (pa - aj[rows]) <= (tb - pb) / (pa - ta)
+                rows = rows[pop]
+                top[rows] -= 1
+                rows = rows[top[rows] >= 2]
+            rows = np.flatnonzero(push)
+            sa[rows, top[rows]], sb[rows, top[rows]] = aj[rows], bj[rows]
+            top[rows] += 1
+        m = max(int(top.max()) - 1, 1) if n else 1
+        a0, b0, a1, b1 = sa[:, :m], sb[:, :m], sa[:, 1:m + 1], sb[:, 1:m + 1]
+        if a1.shape[1] < m:                                   # every unit has a single piece
+            a1, b1 = np.zeros((n, m)), np.zeros((n, m))
+        real = np.arange(m)[None, :] < (top - 1)[:, None]
+        z = np.full((n, m), np.nan)
+        z[real] = (b1[real] - b0[real]) / (a0[real] - a1[real])
+        real &= z > 0
+        z[~real] = np.nan
+        hz = np.full((n, m), -np.inf)
+        hz[real] = np.minimum(a0[real] * z[real] + b0[real], a1[real] * z[real] + b1[real])
         return z, hz
     return problem.cached("kinks", build)
 
@@ -64,13 +104,19 @@ def lagrangian_min(profit, cost, seg_starts, budget):
     """
     n_seg = seg_starts.size
     seg_of = np.repeat(np.arange(n_seg), np.diff(np.append(seg_starts, profit.size)))
+    # lam is searched in units of a power of two near the largest cost (an exact rescaling: d, m and
+    # the value are the same), so tiny costs do not overflow profit / cost; a budget that far above
+    # every cost is infinite there (lam is then 0)
+    shift = math.frexp(float(cost.max()) if cost.size else 0.0)[1]
+    cost_s = np.ldexp(cost, -shift)
+    budget_s = math.ldexp(budget, -shift) if math.frexp(budget)[1] - shift < 1024 else math.inf
 
     def at(lam):
-        d = profit - lam * cost
+        d = profit - lam * cost_s
         m = np.maximum.reduceat(d, seg_starts)
         is_max = d >= m[seg_of]
-        c_min = np.minimum.reduceat(np.where(is_max, cost, np.inf), seg_starts)
-        return lam * budget + m.sum(), budget - c_min.sum(), d, m
+        c_min = np.minimum.reduceat(np.where(is_max, cost_s, np.inf), seg_starts)
+        return (lam * budget_s if lam else 0.0) + m.sum(), budget_s - c_min.sum(), d, m
 
     min_cost = np.minimum.reduceat(cost, seg_starts).sum()
     if min_cost > budget + budget_slack(budget):
@@ -80,7 +126,7 @@ def lagrangian_min(profit, cost, seg_starts, budget):
         lo = hi = 0.0
     else:
         pos = cost > 0
-        hi = 2.0 * float(np.max(profit[pos] / cost[pos]))   # every real option's d < 0 there
+        hi = 2.0 * float(np.max(profit[pos] / cost_s[pos]))   # every real option's d < 0 there
         for _ in range(200):
             if at(hi)[1] >= 0:
                 break
@@ -108,6 +154,8 @@ def lagrangian_min(profit, cost, seg_starts, budget):
     idx = np.flatnonzero(pick)
     _, first_pos = np.unique(seg_of[idx], return_index=True)
     first[idx[first_pos]] = True
+    # lam back in the costs' own unit (beyond the float range when the costs are that tiny)
+    lam = math.ldexp(lam, -shift) if lam == 0 or math.frexp(lam)[1] - shift <= 1024 else math.inf
     return float(val), float(lam), d, m, first
 
 

@@ -8,22 +8,29 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..objective import h_values, marginal_gains
+from ..objective import h_values, marginal_gains, rows_entries
 from ..problem import Problem
+from .treedp import TREE_LIMIT, component_frontier
 
 __all__ = ["decompose", "dominated"]
 
 
-def decompose(problem: Problem, active: np.ndarray, max_combos: int, deadline: float = math.inf):
+def decompose(problem: Problem, active: np.ndarray, max_combos: int, deadline: float = math.inf, *,
+              budget: float = math.inf, tree_limit: int = TREE_LIMIT):
     """Collapse independent components of groups into single groups of Pareto options.
 
     Two groups are linked when some unit is covered by active candidates of
     both.  A connected component whose stores can be enumerated (at most
     ``max_combos`` of them) is replaced by one group whose options are the
     (cost, value) Pareto frontier of its stores; each option covers a private
-    unit of weight = its value, so F is unchanged.  Larger components keep
-    their candidates and units ("coupled"), and so does every component not yet
-    enumerated when ``deadline`` (a ``time.perf_counter()`` value) passes.
+    unit of weight = its value, so F is unchanged.  A larger component gets the
+    same frontier from the dynamic programme over a path decomposition of its
+    groups (:func:`memaudit_solvers.bnb.treedp.component_frontier`: per state of
+    the units it leaves open, a Pareto frontier), cut at ``budget``, when that
+    creates at most ``tree_limit`` (state, entry) pairs (0: never tried).
+    Otherwise it keeps its candidates and units ("coupled"), and so does every
+    component not yet reached when ``deadline`` (a ``time.perf_counter()`` value)
+    passes.
 
     Returns ``(reduced, members, exact_units, stats)`` where ``members[j]`` is
     the tuple of original candidates behind reduced candidate j.
@@ -49,9 +56,9 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int, deadline: f
     n_alone_groups = int(new_gid.max()) + 1 if new_gid.size else 0
     gid_alone = np.zeros(cand.size, dtype=np.int64)
     gid_alone[comp_size[label[g_of]] == 1] = new_gid
-    opt_cost = problem.costs[cand[alone]].tolist()
-    opt_value = single_gain[alone].tolist()
-    opt_members = [(int(u),) for u in cand[alone]]
+    opt_cost: list[float] = problem.costs[cand[alone]].tolist()
+    opt_value: list[float] = single_gain[alone].tolist()
+    opt_members: list[tuple[int, ...]] = [(int(u),) for u in cand[alone]]
     new_group_of_option = gid_alone[alone].tolist()
     n_new_groups = n_alone_groups
     # larger components: enumerate (if small enough) or keep coupled
@@ -63,7 +70,7 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int, deadline: f
             by_comp[c].setdefault(g, []).append(u)
     coupled_cands: list[int] = []
     coupled_group_of: list[int] = []
-    n_collapsed = n_coupled_groups = 0
+    n_collapsed = n_coupled_groups = n_tree = tree_entries = 0
     for comp, by_group in by_comp.items():
         groups = sorted(by_group)
         n_combos = 1
@@ -71,6 +78,19 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int, deadline: f
             n_combos *= len(by_group[g]) + 1
             if n_combos > max_combos:
                 break
+        frontier = None
+        if n_combos > max_combos and tree_limit > 0 and time.perf_counter() <= deadline:
+            frontier = component_frontier(problem, by_group, budget=budget, limit=tree_limit, deadline=deadline)
+        if frontier is not None:
+            opt_cost.extend(frontier.costs.tolist())
+            opt_value.extend(frontier.values.tolist())
+            opt_members.extend(frontier.members)
+            new_group_of_option.extend([n_new_groups] * frontier.costs.size)
+            n_new_groups += 1
+            n_collapsed += len(groups)
+            n_tree += 1
+            tree_entries += frontier.entries
+            continue
         if n_combos > max_combos or time.perf_counter() > deadline:
             for g in groups:
                 coupled_cands.extend(by_group[g])
@@ -88,9 +108,13 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int, deadline: f
         rows, gs = np.nonzero(digits > 0)
         cols = offsets[gs] + digits[rows, gs] - 1
         x[rows, cols] = 1.0
-        sub = problem.coverage[local]
-        units = np.unique(sub.indices)
-        sums = x @ sub[:, units].toarray()
+        # the component's coverage as a dense block (read from the CSR arrays: scipy's fancy indexing
+        # costs milliseconds per call, and there is one call per component)
+        row_of, pos = rows_entries(problem.coverage.indptr, local)
+        units, col = np.unique(problem.coverage.indices[pos], return_inverse=True)
+        block = np.zeros((local.size, units.size))
+        block[row_of, col] = problem.coverage.data[pos]
+        sums = x @ block
         values = h_values(problem, np.tile(units, sums.shape[0]), sums.ravel()).reshape(sums.shape) \
             @ problem.weights[units]
         costs = x @ problem.costs[local]
@@ -110,26 +134,27 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int, deadline: f
     coupled = np.array(coupled_cands, dtype=np.int64)
     c_units = np.unique(problem.coverage[coupled].indices) if coupled.size else np.zeros(0, dtype=np.int64)
     n_units = n_opt + c_units.size
-    rows = [sp.csr_array((np.ones(n_opt), (np.arange(n_opt), np.arange(n_opt))), shape=(n_opt, n_units))]
+    blocks = [sp.csr_array((np.ones(n_opt), (np.arange(n_opt), np.arange(n_opt))), shape=(n_opt, n_units))]
     if coupled.size:
         sub = problem.coverage[coupled][:, c_units]
-        rows.append(sp.hstack([sp.csr_array((coupled.size, n_opt)), sub]).tocsr())
-    coverage = sp.vstack(rows).tocsr() if rows else sp.csr_array((0, 0))
+        blocks.append(sp.hstack([sp.csr_array((coupled.size, n_opt)), sub]).tocsr())
+    coverage = sp.vstack(blocks).tocsr()
     k = problem.h_slopes.shape[1]
     s_opt, b_opt = np.tile([1.0] + [0.0] * (k - 1), (n_opt, 1)), np.tile([0.0] + [1.0] * (k - 1), (n_opt, 1))
     slopes = np.vstack([s_opt, problem.h_slopes[c_units]])
     intercepts = np.vstack([b_opt, problem.h_intercepts[c_units]])
     weights = np.concatenate([np.asarray(opt_value, dtype=float), problem.weights[c_units]])
     costs = np.concatenate([np.asarray(opt_cost, dtype=float), problem.costs[coupled]])
-    groups = np.concatenate([np.asarray(new_group_of_option, dtype=np.int64),
-                             np.asarray(coupled_group_of, dtype=np.int64)])
-    reduced = Problem.build(costs, groups, coverage, weights, h_slopes=slopes, h_intercepts=intercepts,
+    option_groups = np.concatenate([np.asarray(new_group_of_option, dtype=np.int64),
+                                    np.asarray(coupled_group_of, dtype=np.int64)])
+    reduced = Problem.build(costs, option_groups, coverage, weights, h_slopes=slopes, h_intercepts=intercepts,
                             n_groups=max(n_new_groups, 1))
     members = opt_members + [(int(u),) for u in coupled]
     exact_units = np.zeros(n_units, dtype=bool)
     exact_units[:n_opt] = True
     stats = {"components": int((comp_size > 0).sum()), "groups_collapsed": n_collapsed,
-             "coupled_groups": n_coupled_groups, "reduced_options": int(costs.size)}
+             "coupled_groups": n_coupled_groups, "reduced_options": int(costs.size),
+             "tree_dp_components": n_tree, "tree_dp_entries": tree_entries}
     return reduced, members, exact_units, stats
 
 
