@@ -24,7 +24,7 @@ from memaudit_solvers.problem import breakpoint_pieces, min_cap_pieces, stack_pi
 from .costs import COST_MODEL_UNITS, cost_of
 from .errors import BudgetError, PackageError
 from .fileio import atomic_write
-from .formats.fields import MAX_MAGNITUDE, finite
+from .formats.fields import check_magnitude, finite
 from .formats.package import (CANDIDATE_KINDS, COMMON_UNIT_KINDS, FORMAT, Candidate, Experience, HBreakpoints, HCap,
                               Package, Query, Unit)
 from .formats.reader import parse_json, read_bytes
@@ -166,9 +166,9 @@ def _budget_number(v, name: str, pkg: Package, bounded: bool = True) -> float:
     f = finite(v)
     if f is None or f < 0:
         raise BudgetError(f"the {name} for package {pkg.id!r} must be a finite number >= 0; got {_show(v)}")
-    if bounded and f > MAX_MAGNITUDE:
-        raise BudgetError(f"the {name} for package {pkg.id!r} must be at most {MAX_MAGNITUDE:g} (memaudit's largest "
-                          f"number); got {_show(v)}")
+    problem = check_magnitude(f) if bounded else None
+    if problem is not None:
+        raise BudgetError(f"the {name} for package {pkg.id!r} {problem}")
     return f
 
 

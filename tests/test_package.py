@@ -564,9 +564,32 @@ def test_numbers_beyond_the_largest_are_refused_at_the_door(tmp_path, edit, wher
     assert_rejected(tmp_path, data, rf"{where} .*must be at most 1e\+100 in magnitude")
 
 
+@pytest.mark.parametrize("edit, where", [
+    (lambda d: d["units"][0].update(weight=1e-310), r"units\[0\] \('region\.old'\)\.weight"),
+    (lambda d: d["candidates"][0]["coverage"].update({"region.old": 1e-200}), r"coverage\['region\.old'\]"),
+    (lambda d: d.update(budget=1e-150), r"budget"),
+])
+def test_numbers_below_the_smallest_are_refused_at_the_door(tmp_path, edit, where):
+    """A non-zero number below 1e-100 (a subnormal weight overflowed bnb's value-per-cost and the MILPs'
+    exact scaling) is bad input, not a solver failure; 0 stays valid."""
+    assert_rejected(tmp_path, edited(edit), rf"{where} .*must be 0 or at least 1e-100 in magnitude")
+
+
+def test_a_given_cost_below_the_smallest_is_refused(tmp_path):
+    data = tiny()
+    data["cost_source"] = "given"
+    for c in data["candidates"]:
+        c["cost"] = 5
+    data["candidates"][1]["cost"] = 1e-300
+    assert_rejected(tmp_path, data, r"candidates\[1\] \('e02\.raw'\)\.cost .*at least 1e-100")
+
+
 def test_budget_flags_beyond_the_largest_number(tmp_path):
     pkg = package_from_dict(tiny())
     with pytest.raises(BudgetError, match=r"must be at most 1e\+100"):
         resolve_budget(pkg, budget=1e200)
     with pytest.raises(BudgetError, match=r"budget \(budget fraction times the stream cost\) .* at most 1e\+100"):
         resolve_budget(pkg, budget_frac=1e150)
+    with pytest.raises(BudgetError, match=r"must be 0 or at least 1e-100"):
+        resolve_budget(pkg, budget=1e-200)
+    assert resolve_budget(pkg, budget=0) == 0

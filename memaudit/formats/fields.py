@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-__all__ = ["MAX_MAGNITUDE", "finite", "PositiveNumber", "NonNegativeNumber", "FiniteNumber", "FiniteNonNegative", "Id",
+__all__ = ["MAX_MAGNITUDE", "MIN_MAGNITUDE", "check_magnitude", "finite", "PositiveNumber", "NonNegativeNumber", "FiniteNumber", "FiniteNonNegative", "Id",
            "StrictModel"]
 
 
@@ -16,11 +16,34 @@ __all__ = ["MAX_MAGNITUDE", "finite", "PositiveNumber", "NonNegativeNumber", "Fi
 #: data, and small enough that sums and products of them stay finite in every solver
 MAX_MAGNITUDE = 1e100
 
+#: the smallest magnitude of a non-zero number in a document: far below any real data, and large enough
+#: that quotients (value per cost) and products (weight times coverage) stay finite and normal in every solver
+MIN_MAGNITUDE = 1e-100
+
+
+def check_magnitude(f: float) -> str | None:
+    """What is wrong with a finite number's magnitude, or None (0 is always fine).
+
+    Examples
+    --------
+    >>> check_magnitude(2.5), check_magnitude(0.0)
+    (None, None)
+    >>> check_magnitude(1e-310)
+    "must be 0 or at least 1e-100 in magnitude (memaudit's smallest non-zero number, so that quotients and products stay finite); got 1e-310"
+    """
+    if abs(f) > MAX_MAGNITUDE:
+        return (f"must be at most {MAX_MAGNITUDE:g} in magnitude (memaudit's largest number, so that "
+                f"sums and products stay finite); got {f:g}")
+    if f != 0 and abs(f) < MIN_MAGNITUDE:
+        return (f"must be 0 or at least {MIN_MAGNITUDE:g} in magnitude (memaudit's smallest non-zero number, so "
+                f"that quotients and products stay finite); got {f:g}")
+    return None
+
 
 def _in_range(f: float) -> float:
-    if abs(f) > MAX_MAGNITUDE:
-        raise ValueError(f"must be at most {MAX_MAGNITUDE:g} in magnitude (memaudit's largest number, so that "
-                         f"sums and products stay finite); got {f:g}")
+    problem = check_magnitude(f)
+    if problem is not None:
+        raise ValueError(problem)
     return f
 
 
