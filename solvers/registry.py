@@ -16,6 +16,7 @@ import functools
 from .baselines import (PICKS, density, density_global, fifo, gvt, gvt_geometric, gvt_upgrade, kind_greedy,
                         kind_writer, random_store, recency, recency_raw)
 from .bnb import branch_and_bound
+from .bnb.treedp import TREE_LIMIT
 from .bruteforce import MAX_BRUTE_STORES, brute_force
 from .enumeration import greedy_enum
 from .greedy import greedy
@@ -46,7 +47,10 @@ _BNB = (TIME_LIMIT,
         Setting("root_lp", bool, True, "Bound the root with the LP relaxation (off: Lagrangian bounds only)."),
         Setting("node_lp", bool, True, "Re-solve the LP at search nodes."),
         Setting("max_combos", int, 4096, "Largest number of group combinations a component enumerates.", low=1),
-        Setting("dp_limit", int, 20_000_000, "Largest table of the exact dynamic programme over a component.", low=1))
+        Setting("dp_limit", int, 20_000_000, "Largest table (cells) of the knapsack dynamic programme that gives "
+                "the bound its integer value.", low=1),
+        Setting("tree_limit", int, TREE_LIMIT, "Largest number of (state, entry) pairs of the exact dynamic "
+                "programme over a component's path decomposition (0: off, enumerate or search instead).", low=0))
 _MILP = (TIME_LIMIT, THREADS, INTEGRAL_Y)
 
 #: methods that prove optimality when they finish: name -> (function, *settings)

@@ -307,3 +307,31 @@ def test_flag_of_a_declared_setting_reaches_the_method(setting, name, tmp_path):
     assert row["settings"][setting] == value
     help_text = _cli("baseline", "--help").output
     assert "--" + setting.replace("_", "-") in help_text
+
+
+# -- the declarations and the functions agree ------------------------------------------
+
+#: keyword parameters a method takes that are not user settings (given by the caller, not the user)
+_NOT_SETTINGS = {"progress", "deadline", "kind"}
+#: keywords a method leaves undeclared on purpose, with the registered name that sets them
+_REGISTERED_APART = {"gvt-geometric": {"upgrade"}}  # upgrade=True is registered as gvt-upgrade
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_every_keyword_of_a_method_is_declared_with_its_default(name):
+    """A method's declared settings are exactly its keyword parameters, with the same defaults, so a
+    new keyword (a new limit of bnb, say) cannot be unreachable from the command line or differ in
+    default between the library and the CLI."""
+    import functools
+    import inspect
+
+    fn = METHODS[name]
+    fixed = dict(fn.keywords) if isinstance(fn, functools.partial) else {}
+    params = inspect.signature(fn).parameters
+    keywords = {p.name: p.default for p in params.values()
+                if p.kind is p.KEYWORD_ONLY and p.name not in _NOT_SETTINGS | _REGISTERED_APART.get(name, set())
+                and p.name not in fixed}
+    declared = {s.name: s.default for s in SETTINGS[name]}
+    assert set(declared) == set(keywords), name
+    for key, default in keywords.items():
+        assert declared[key] == default, (name, key)
