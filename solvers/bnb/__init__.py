@@ -124,26 +124,66 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
                            started=started, stats={"removed": removed, "nodes": 0},
                            message="no candidate fits the budget with positive value")
     reduced, members, exact_units, dstats = decompose(p, active, max_combos, deadline=deadline)
+    search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, None)
+    search.offer([])
+    search.offer(greedy_store(reduced, budget))
+    open_bound = search.run(_start_prices(reduced), root_lp=root_lp, node_lp=node_lp, restart=MAX_RESTARTS > 0)
+    stats = dict(search.stats, removed=removed, **dstats, restarts=0)
+    best_value, chosen = search.inc_value, sorted(u for j in search.inc_store for u in members[j])
+    while search.survivors is not None and stats["restarts"] < MAX_RESTARTS:
+        # restart on the candidates reduced-cost fixing left (every store better than the incumbent
+        # uses only those): presolve and decomposition again, which can split components
+        keep = np.zeros(reduced.n_candidates, dtype=bool)
+        keep[search.survivors] = True
+        keep &= ~dominated(reduced, keep)
+        stats["restarts"] += 1
+        stats["restart_candidates"] = int(keep.sum())
+        if not keep.any():
+            open_bound = -math.inf
+            break
+        delta = search.delta
+        reduced, sub_members, exact_units, rstats = decompose(reduced, keep, max_combos, deadline=deadline)
+        members = [tuple(u for k in sub for u in members[k]) for sub in sub_members]
+        search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, delta)
+        search.inc_value = best_value           # the store stays the one found before the restart
+        search.offer(greedy_store(reduced, budget))
+        open_bound = search.run(_start_prices(reduced), root_lp=root_lp, node_lp=node_lp,
+                                restart=stats["restarts"] < MAX_RESTARTS)
+        if search.inc_value > best_value:
+            best_value, chosen = search.inc_value, sorted(u for j in search.inc_store for u in members[j])
+        for key in ("nodes", "lp_solves", "dp_solves", "pruned", "fixed_by_reduced_cost", "incumbent_updates"):
+            stats[key] += search.stats[key]
+        stats.update(restart_components=rstats["components"], restart_coupled_groups=rstats["coupled_groups"])
+        if search.survivors is None:
+            break
+    if open_bound > -math.inf:
+        return make_result(p, budget, method="bnb", settings=settings, chosen=chosen, status="timeout",
+                           bound=max(open_bound, best_value), started=started, stats=stats,
+                           message=f"time limit {time_limit}s reached after {stats['nodes']} nodes")
+    return make_result(p, budget, method="bnb", settings=settings, chosen=chosen, status="optimal",
+                       bound=best_value, started=started, stats=stats,
+                       message=f"proved optimal after {stats['nodes']} nodes")
+
+
+#: restarts after reduced-cost fixing at the root, at most
+MAX_RESTARTS = 3
+
+
+def _start_prices(reduced: Problem) -> np.ndarray:
+    """Unit prices of the first node: ``w_r h_r'(0+)`` (the marginal-gain bound)."""
+    return reduced.weights * right_slopes(reduced, np.zeros(reduced.n_units))
+
+
+def _search(p: Problem, budget: float, reduced: Problem, members, exact_units, deadline, dp_limit, started,
+            progress, delta) -> Search:
+    """A :class:`Search` on ``reduced`` whose stores are checked against the exact budget rule on ``p``."""
     def fits(store) -> bool:
         """The exact rule on the original candidates of a store of the reduced problem."""
         originals = [u for j in store for u in members[j]]
         return fits_budget(p.costs[originals], budget)
 
-    search = Search(reduced, budget, exact_units=exact_units, use_lp=not exact_units.all(),
-                    deadline=deadline, dp_limit=dp_limit, started=started, progress=progress, fits=fits)
-    search.offer([])
-    search.offer(greedy_store(reduced, budget))
-    mu0 = reduced.weights * right_slopes(reduced, np.zeros(reduced.n_units))
-    open_bound = search.run(mu0, root_lp=root_lp, node_lp=node_lp)
-    chosen = sorted(u for j in search.inc_store for u in members[j])
-    stats = dict(search.stats, removed=removed, **dstats)
-    if open_bound > -math.inf:
-        return make_result(p, budget, method="bnb", settings=settings, chosen=chosen, status="timeout",
-                           bound=max(open_bound, search.inc_value), started=started, stats=stats,
-                           message=f"time limit {time_limit}s reached after {stats['nodes']} nodes")
-    return make_result(p, budget, method="bnb", settings=settings, chosen=chosen, status="optimal",
-                       bound=search.inc_value, started=started, stats=stats,
-                       message=f"proved optimal after {stats['nodes']} nodes")
+    return Search(reduced, budget, exact_units=exact_units, use_lp=not exact_units.all(), deadline=deadline,
+                  dp_limit=dp_limit, started=started, progress=progress, fits=fits, delta=delta)
 
 
 def _check_settings(budget, time_limit, root_lp, node_lp, max_combos, dp_limit) -> dict:
