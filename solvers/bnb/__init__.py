@@ -146,7 +146,6 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         members = [tuple(u for k in sub for u in members[k]) for sub in sub_members]
         search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, delta)
         search.inc_value = best_value           # the store stays the one found before the restart
-        search.offer(greedy_store(reduced, budget))
         open_bound = search.run(_start_prices(reduced), root_lp=root_lp, node_lp=node_lp,
                                 restart=stats["restarts"] < MAX_RESTARTS)
         if search.inc_value > best_value:

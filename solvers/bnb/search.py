@@ -317,15 +317,18 @@ class Search:
                         info = None
                     elif info_lp["ub_lagr"] <= info["ub_lagr"]:
                         info = info_lp
+            if is_root and info is not None and restart and self.restart_point(info):
+                self.stats["root_bound"] = min(info["ub"], parent_ub)
+                return float(self.stats["root_bound"])   # rebuilt on what is left (see branch_and_bound)
             if info is not None and lp_wanted and not self.out_of_time():
                 self.dp_bound(info)
                 if self.can_prune(info["ub"]):
                     info = None
-            if is_root and info is not None and restart and self.restart_point(info):
-                self.stats["root_bound"] = min(info["ub"], parent_ub)
-                return float(self.stats["root_bound"])   # rebuilt on what is left (see branch_and_bound)
             if is_root and info is not None:
                 info = root_sub_mip(self, info, lp_x) if lp_x is not None else root_core_mip(self, info)
+                if info is not None and restart and self.restart_point(info):   # a better incumbent fixes more
+                    self.stats["root_bound"] = min(info["ub"], parent_ub)
+                    return float(self.stats["root_bound"])
             if info is not None:
                 # the parent's bound holds on this subtree too: a node's bound never exceeds it
                 info["ub"] = min(info["ub"], parent_ub)
