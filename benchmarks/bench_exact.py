@@ -287,6 +287,49 @@ def run_grid(args, family, sizes, fracs, methods, all_runs: list, disagreements:
     return cells
 
 
+def cell_ratio(cell: dict, against) -> tuple[float, str] | None:
+    """bnb's median seconds over the fastest median of the methods ``against`` in one cell, and that method."""
+    meds = {m: cell_text(cell["by_method"].get(m, []))[1] for m in ["bnb", *against]}
+    others = {m: meds[m] for m in against if meds[m] is not None}
+    if meds["bnb"] is None or not others:
+        return None
+    best = min(others, key=others.__getitem__)
+    return (meds["bnb"] / others[best] if others[best] > 0 else math.inf), best
+
+
+def summary_table(family_cells: dict, methods) -> list[str]:
+    """One row per family: bnb / fastest MILP (and / HiGHS) as median and worst cell, and the time-outs."""
+    milps = [m for m in methods if m in MILP_NAMES]
+    if "bnb" not in methods or not milps:
+        return []
+    vs_highs = "milp-highs" in milps and len(milps) > 1
+    head = ["family", "cells", "bnb <= fastest MILP", "median bnb / fastest MILP", "worst cell"]
+    if vs_highs:
+        head += ["median bnb / HiGHS", "worst bnb / HiGHS"]
+    head += [f"{m} time-outs" for m in methods]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for family, cells in family_cells.items():
+        got = [(r, c) for c in cells if (r := cell_ratio(c, milps)) is not None]
+        if not got:
+            continue
+        ratios = [r for (r, _), _ in got]
+        (worst, best), wc = max(got, key=lambda t: t[0][0])
+        row = [f"`{family}`", str(len(got)), f"{sum(r <= 1.0 for r in ratios)}/{len(got)}",
+               f"{statistics.median(ratios):.2f}",
+               f"{worst:.2f} (n={wc['n']} {budget_label(wc['frac'])}, vs {best})"]
+        if vs_highs:
+            hr = [(r[0], c) for c in cells if (r := cell_ratio(c, ["milp-highs"])) is not None]
+            hw, hc = max(hr, key=lambda t: t[0])
+            row += [f"{statistics.median(r for r, _ in hr):.2f}", f"{hw:.2f} (n={hc['n']} {budget_label(hc['frac'])})"]
+        for m in methods:
+            runs = [r for c in cells for r in c["by_method"].get(m, []) if r["status"] not in ("skipped", "error")]
+            row.append(f"{sum(r['status'] != 'optimal' for r in runs)}/{len(runs)}")
+        lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "Ratios are of median seconds per cell (a time-out counts as its time limit); worst cell = the "
+              "largest ratio; time-outs = runs not proven optimal within the limit, over all seeds."]
+    return lines
+
+
 def grid_table(cells, methods, args, ratios_out: list | None = None) -> list[str]:
     milps = [m for m in methods if m in MILP_NAMES]
     head = ["n", "candidates", "units", "budget"] + [f"{m} (s)" for m in methods]
@@ -304,10 +347,9 @@ def grid_table(cells, methods, args, ratios_out: list | None = None) -> list[str
             row.append(text)
             meds[m] = med
         if show_ratio:
-            milp_meds = {m: meds[m] for m in milps if meds[m] is not None}
-            if meds.get("bnb") is not None and milp_meds:
-                best = min(milp_meds, key=milp_meds.get)
-                ratio = meds["bnb"] / milp_meds[best] if milp_meds[best] > 0 else math.inf
+            got = cell_ratio(c, milps)
+            if got is not None:
+                ratio, best = got
                 ratios.append((ratio, c))
                 row.append(f"{ratio:.2f} (vs {best})")
             else:
@@ -444,12 +486,14 @@ def main(argv=None) -> int:
     all_runs, disagreements = [], []
     started = time.perf_counter()
     all_ratios: list = []
+    family_cells: dict = {}
     if not args.large_only:
         for family in args.families:
             desc, sizes, fracs = FAMILIES[family]
             sizes = args.sizes or (QUICK_FAMILY_SIZES[family] if args.quick else sizes)
             fracs = args.fracs or fracs
             cells = run_grid(args, family, sizes, fracs, methods, all_runs, disagreements)
+            family_cells[family] = cells
             out += [f"### Family `{family}`: {desc}", ""] + grid_table(cells, methods, args, all_ratios) + [""]
         if len(args.families) > 1 and all_ratios:
             worst, wc = max(all_ratios, key=lambda t: t[0])
@@ -457,6 +501,9 @@ def main(argv=None) -> int:
                        f"{sum(r <= 1.0 for r, _ in all_ratios)}/{len(all_ratios)} cells; median ratio "
                        f"{statistics.median(r for r, _ in all_ratios):.2f}; worst {worst:.2f} "
                        f"({wc['family']} n={wc['n']} {budget_label(wc['frac'])}).")
+        summary = summary_table(family_cells, methods)
+        if summary:
+            out += ["", "### Every family: bnb against the fastest MILP", ""] + summary
     for n in args.n_large:
         out += [""] + run_large(args, n, all_runs, disagreements)
     elapsed = time.perf_counter() - started

@@ -124,9 +124,11 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
                            started=started, stats={"removed": removed, "nodes": 0},
                            message="no candidate fits the budget with positive value")
     reduced, members, exact_units, dstats = decompose(p, active, max_combos, deadline=deadline)
-    search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, None)
+    search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, None,
+                     max_combos)
     search.offer([])
-    search.offer(greedy_store(reduced, budget))
+    if exact_units.all() or not root_lp:
+        search.offer(greedy_store(reduced, budget))   # with the root LP, its rounding completed greedily comes first
     open_bound = search.run(_start_prices(reduced), root_lp=root_lp, node_lp=node_lp, restart=MAX_RESTARTS > 0)
     stats = dict(search.stats, removed=removed, **dstats, restarts=0)
     best_value, chosen = search.inc_value, sorted(u for j in search.inc_store for u in members[j])
@@ -144,7 +146,8 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         delta = search.delta
         reduced, sub_members, exact_units, rstats = decompose(reduced, keep, max_combos, deadline=deadline)
         members = [tuple(u for k in sub for u in members[k]) for sub in sub_members]
-        search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, delta)
+        search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, delta,
+                         max_combos)
         search.inc_value = best_value           # the store stays the one found before the restart
         open_bound = search.run(_start_prices(reduced), root_lp=root_lp, node_lp=node_lp,
                                 restart=stats["restarts"] < MAX_RESTARTS)
@@ -174,7 +177,7 @@ def _start_prices(reduced: Problem) -> np.ndarray:
 
 
 def _search(p: Problem, budget: float, reduced: Problem, members, exact_units, deadline, dp_limit, started,
-            progress, delta) -> Search:
+            progress, delta, max_combos) -> Search:
     """A :class:`Search` on ``reduced`` whose stores are checked against the exact budget rule on ``p``."""
     def fits(store) -> bool:
         """The exact rule on the original candidates of a store of the reduced problem."""
@@ -182,7 +185,8 @@ def _search(p: Problem, budget: float, reduced: Problem, members, exact_units, d
         return fits_budget(p.costs[originals], budget)
 
     return Search(reduced, budget, exact_units=exact_units, use_lp=not exact_units.all(), deadline=deadline,
-                  dp_limit=dp_limit, started=started, progress=progress, fits=fits, delta=delta)
+                  dp_limit=dp_limit, started=started, progress=progress, fits=fits, delta=delta,
+                  max_combos=max_combos)
 
 
 def _check_settings(budget, time_limit, root_lp, node_lp, max_combos, dp_limit) -> dict:

@@ -17,6 +17,7 @@ from .bound import lagrangian_min, residual_conjugate, right_slopes
 from .grid import cost_step, objective_grid
 from .nodelp import NodeLP
 from .primal import root_core_mip, root_sub_mip, round_store
+from .restart import SPLIT_RATIO, coupled_groups
 
 __all__ = ["Search", "Progress", "NONE"]
 
@@ -52,7 +53,7 @@ class Search:
 
     def __init__(self, problem: Problem, budget: float, *, exact_units: np.ndarray, use_lp: bool,
                  deadline: float, dp_limit: int, started: float | None = None, progress=None, fits=None,
-                 delta: float | None = None):
+                 delta: float | None = None, max_combos: int = 4096):
         self.p = problem
         # exact budget rule for a store of this (reduced) problem, asked only near the budget
         self.fits = fits
@@ -80,6 +81,8 @@ class Search:
         # a restarted search keeps the first grid: its incumbent lies on that one
         self.delta = objective_grid(problem) if delta is None else delta
         self.survivors: np.ndarray | None = None
+        self.max_combos = max_combos
+        self.coupled0: int | None = None     # groups in components too large to enumerate, at the root
         self.cost_step = cost_step(problem.costs)
         self.inc_value = -math.inf
         self.inc_store = np.zeros(0, dtype=np.int64)
@@ -243,13 +246,24 @@ class Search:
         return info
 
     def restart_point(self, info) -> bool:
-        """Set ``survivors`` and say True when reduced-cost fixing removes enough candidates for a restart."""
+        """Set ``survivors`` and say True when a restart on what reduced-cost fixing leaves pays.
+
+        It pays when at least :data:`RESTART_FIXED` of the candidates are fixed and the groups left
+        in components too large to enumerate fall to :data:`restart.SPLIT_RATIO` of those before.
+        """
         oc = self.opt_cand[info["free_idx"]]
         real = oc >= 0
         drop = np.asarray(self.can_prune(info["ub_opt"]), dtype=bool)
         if drop[real].sum() < RESTART_FIXED * real.sum():
             return False
-        self.survivors = np.concatenate([info["store"], oc[real & ~drop]]).astype(np.int64)
+        survivors = np.concatenate([info["store"], oc[real & ~drop]]).astype(np.int64)
+        keep = np.zeros(self.p.n_candidates, dtype=bool)
+        keep[survivors] = True
+        if self.coupled0 is None:
+            self.coupled0 = coupled_groups(self.p, np.ones(self.p.n_candidates, dtype=bool), self.max_combos)
+        if coupled_groups(self.p, keep, self.max_combos) > SPLIT_RATIO * self.coupled0:
+            return False        # the coupled components would stay whole: the rebuild would not pay
+        self.survivors = survivors
         return True
 
     # -- the search -------------------------------------------------------
