@@ -278,7 +278,7 @@ class Search:
         self.last_report = now
         bound = max(open_bound, self.inc_value)
         gap = (bound - self.inc_value) / abs(bound) if bound != 0 else 0.0
-        self.progress(Progress(nodes=self.stats["nodes"], incumbent=float(self.inc_value), bound=float(bound),
+        self.progress(Progress(nodes=int(self.stats["nodes"]), incumbent=float(self.inc_value), bound=float(bound),
                                gap=float(gap), elapsed=now - self.started))
 
     def run(self, mu0, *, root_lp: bool, node_lp: bool, restart: bool = False) -> float:
@@ -353,7 +353,7 @@ class Search:
                 continue
             # reduced-cost fixing on this subtree (Lagrangian bound with one option forced)
             free_idx, ub_opt, seg_of = info["free_idx"], info["ub_opt"], info["seg_of"]
-            drop = self.can_prune(ub_opt)
+            drop = np.asarray(self.can_prune(ub_opt), dtype=bool)
             child_allowed = allowed.copy()
             child_allowed[free_idx[drop]] = False
             self.stats["fixed_by_reduced_cost"] += int(drop.sum())
