@@ -50,10 +50,17 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        whose bounds change per node); the LP only *proposes* them -- the
        bound is computed here and is valid whatever they are.
     4. Incumbents: greedy, LP and DP roundings, and at the root a sub-MIP
-       (HiGHS, at most 5 s and 30 % of the time left) over the LP's support
-       and the groups it splits (:mod:`memaudit_solvers.bnb.primal`); its store is
-       re-evaluated here and never enters a bound.  Reduced-cost fixing removes
-       options whose bound cannot beat the incumbent; the search takes the
+       (HiGHS, at most 5 s and 30 % of the time left) over the LP's support,
+       the groups it splits and every candidate reduced-cost fixing keeps
+       (:mod:`memaudit_solvers.bnb.primal`); its store is re-evaluated here and
+       never enters a bound.  Reduced-cost fixing removes options whose bound
+       (the Lagrangian bound with that option forced) cannot beat the
+       incumbent by a grid step.  When at the root it removes at least 20 % of
+       the candidates and what is left splits the coupled components (see
+       :mod:`memaudit_solvers.bnb.restart`), the search restarts on what is
+       left: presolve and decomposition again, a new root (at most
+       ``MAX_RESTARTS`` times); every store better than the incumbent uses
+       only those candidates, so OPT is unchanged.  The search takes the
        open node of largest bound first, branching on the most fractional
        group of the node LP.
        When every value of F lies on a grid (detected from the data, see
