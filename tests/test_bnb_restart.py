@@ -45,3 +45,18 @@ def test_coupled_groups_is_what_decompose_keeps_coupled(seed):
         keep[~np.asarray(np.diff(p.coverage.indptr) > 0)] = False
         want = decompose(p, keep, combos)[3]["coupled_groups"]
         assert coupled_groups(p, keep, combos) == want
+
+
+def test_greedy_start_is_greedy_store_and_stops_at_a_passed_deadline():
+    import inspect
+    import math
+    import time
+
+    from memaudit_solvers.bnb.primal import greedy
+    from memaudit_solvers.greedy import greedy_store
+
+    p = random_problem(30, 3, restate=0.8)
+    budget = 0.25 * p.stream_cost()
+    assert greedy(p, budget, math.inf).tolist() == greedy_store(p, budget).tolist()
+    if "deadline" in inspect.signature(greedy_store).parameters:     # greedy_store versions with a deadline
+        assert greedy(p, budget, time.perf_counter() - 1.0).tolist() == []

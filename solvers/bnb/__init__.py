@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..greedy import greedy_store
 from ..exact import fits_budget
 from ..objective import budget_slack
 from ..problem import Problem
@@ -22,6 +21,7 @@ from ..result import Result, check_budget, make_result
 from .bound import lagrangian_bound, right_slopes
 from .decompose import decompose, dominated
 from .grid import objective_grid
+from .primal import greedy
 from .search import Progress, Search
 
 __all__ = ["branch_and_bound", "objective_grid", "lagrangian_bound", "Progress"]
@@ -81,9 +81,10 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         returned with status ``timeout`` and the largest bound of the open
         nodes.  The decomposition stops enumerating components at the limit
         (the rest stay coupled), the first node then skips its LP and DP
-        steps, and later nodes are not started; only the reduction, one greedy
-        store and one Lagrangian bound (linear in the coverage entries)
-        always run.
+        steps, and later nodes are not started; only the reduction, one
+        Lagrangian bound (linear in the coverage entries) with its rounding
+        and, without the root LP, one greedy store (stopped at the limit where
+        greedy_store takes a deadline) always run.
     root_lp, node_lp : bool
         Take unit prices from the LP relaxation at the root / at nodes the
         cheaper bounds do not close.  With both off the prices are the
@@ -135,7 +136,7 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
                      max_combos)
     search.offer([])
     if exact_units.all() or not root_lp:
-        search.offer(greedy_store(reduced, budget))   # with the root LP, its rounding completed greedily comes first
+        search.offer(greedy(reduced, budget, deadline))   # with the root LP, its rounding completed greedily comes first
     open_bound = search.run(_start_prices(reduced), root_lp=root_lp, node_lp=node_lp, restart=MAX_RESTARTS > 0)
     stats = dict(search.stats, removed=removed, **dstats, restarts=0)
     best_value, chosen = search.inc_value, sorted(u for j in search.inc_store for u in members[j])

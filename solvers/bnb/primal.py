@@ -7,17 +7,19 @@ bnb's own.
 
 from __future__ import annotations
 
+import inspect
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..greedy import greedy_store
 from ..problem import Problem
 
 if TYPE_CHECKING:  # pragma: no cover
     from .search import Search
 
-__all__ = ["sub_mip_store", "neighbourhood", "round_store", "root_sub_mip", "root_core_mip"]
+__all__ = ["sub_mip_store", "neighbourhood", "round_store", "root_sub_mip", "root_core_mip", "greedy"]
 
 #: LP values below this count as zero when the support of the LP solution is read
 SUPPORT_TOL = 1e-6
@@ -30,6 +32,16 @@ CORE_GROUPS = 300
 
 #: largest number of candidates kept by reduced-cost fixing that the root's sub-MIP takes in full
 SURVIVOR_CAP = 5000
+
+
+#: greedy_store stops at a deadline in the versions that take one
+_GREEDY_DEADLINE = "deadline" in inspect.signature(greedy_store).parameters
+
+
+def greedy(problem: Problem, budget: float, deadline: float, start=()) -> np.ndarray:
+    """:func:`memaudit_solvers.greedy.greedy_store`, stopped at ``deadline`` when it takes one."""
+    extra: dict[str, Any] = {"deadline": deadline} if _GREEDY_DEADLINE else {}
+    return greedy_store(problem, budget, start=start, **extra)
 
 
 def neighbourhood(problem: Problem, opt_cand: np.ndarray, opt_group: np.ndarray, free_idx: np.ndarray,

@@ -10,13 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..greedy import greedy_store
 from ..objective import budget_slack, coverage_sums, evaluate, unit_values
 from ..problem import Problem
 from .bound import lagrangian_min, residual_conjugate, right_slopes
 from .grid import cost_step, objective_grid
 from .nodelp import NodeLP
-from .primal import root_core_mip, root_sub_mip, round_store
+from .primal import greedy, root_core_mip, root_sub_mip, round_store
 from .restart import SPLIT_RATIO, coupled_groups
 
 __all__ = ["Search", "Progress", "NONE"]
@@ -325,7 +324,7 @@ class Search:
                         self.stats["root_lp_value"] = lp_val
                     store = round_store(self, info, lp_x)
                     if not self.out_of_time():
-                        self.offer(greedy_store(self.p, self.budget, start=store))
+                        self.offer(greedy(self.p, self.budget, self.deadline, start=store))
                     info_lp = self.bound(allowed, np.where(np.isinf(mu_lp), mu, mu_lp), dp=False)
                     if info_lp is None:
                         info = None
