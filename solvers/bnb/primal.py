@@ -15,6 +15,7 @@ import numpy as np
 
 from ..greedy import greedy_store
 from ..problem import Problem
+from ..result import SolverError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .search import Search
@@ -75,7 +76,10 @@ def sub_mip_store(problem: Problem, budget: float, cands: np.ndarray, time_limit
     sub = Problem.build(problem.costs[cands], groups, cov[:, units], problem.weights[units],
                         h_slopes=problem.h_slopes[units], h_intercepts=problem.h_intercepts[units],
                         n_groups=int(groups.max()) + 1)
-    res = milp_highs(sub, budget, time_limit=time_limit)
+    try:
+        res = milp_highs(sub, budget, time_limit=time_limit)
+    except SolverError:
+        return None     # e.g. a store over the budget by HiGHS's float tolerance: a heuristic just offers nothing
     if res.chosen is None or res.chosen.size == 0:
         return None
     return cands[res.chosen]
