@@ -44,10 +44,9 @@ from memaudit_solvers.certify import CERT_RTOL, compare_results  # noqa: E402
 from memaudit_solvers.milp import BACKENDS  # noqa: E402
 from memaudit_solvers.problem import Problem, breakpoint_pieces, min_cap_pieces  # noqa: E402
 from memaudit_solvers.random_problems import random_problem  # noqa: E402
+from bench_tables import budget_label, fmt_seconds, grid_table, summary_table  # noqa: E402
 
 METHODS = {"bnb": branch_and_bound, **BACKENDS}
-MILP_NAMES = tuple(BACKENDS)
-LABELS = {0.10: "tight", 0.25: "medium", 0.50: "loose"}
 DEFAULT_SIZES = (50, 100, 200, 400, 800, 1600)
 QUICK_SIZES = (50, 100, 200)
 DEFAULT_FRACS = (0.10, 0.25, 0.50)
@@ -115,13 +114,6 @@ def make_problem(family: str, n: int, seed: int) -> Problem:
 
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def budget_label(frac: float) -> str:
-    for f, name in LABELS.items():
-        if abs(frac - f) < 1e-12:
-            return f"{name} ({frac:.0%})"
-    return f"{frac:.0%}"
 
 
 def parse_list(text: str, cast, what: str):
@@ -220,30 +212,6 @@ def warm_up(methods, time_limit: float) -> None:
             log(f"warm-up {name} raised {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
 
 
-def fmt_seconds(x: float) -> str:
-    if x >= 100:
-        return f"{x:.0f}"
-    if x >= 10:
-        return f"{x:.1f}"
-    if x >= 1:
-        return f"{x:.2f}"
-    return f"{x:.3f}"
-
-
-def cell_text(runs: list[dict]) -> tuple[str, float | None]:
-    """The table entry for one method in one cell, and its median seconds (None when not comparable)."""
-    if not runs:
-        return "–", None
-    if all(r["status"] == "skipped" for r in runs):
-        return "skipped", None
-    errors = sum(r["status"] == "error" for r in runs)
-    if errors:
-        return f"error ({errors}/{len(runs)})", None
-    med = statistics.median(r["seconds"] for r in runs)
-    stars = "*" * sum(r["status"] != "optimal" for r in runs)
-    return fmt_seconds(med) + stars, med
-
-
 def run_grid(args, family, sizes, fracs, methods, all_runs: list, disagreements: list) -> list[dict]:
     cells = []
     total = len(sizes) * len(fracs) * len(args.seeds_list) * len(methods)
@@ -285,52 +253,6 @@ def run_grid(args, family, sizes, fracs, methods, all_runs: list, disagreements:
                           "n_candidates": statistics.median(c for c, _ in shape),
                           "n_units": statistics.median(u for _, u in shape)})
     return cells
-
-
-def grid_table(cells, methods, args, ratios_out: list | None = None) -> list[str]:
-    milps = [m for m in methods if m in MILP_NAMES]
-    head = ["n", "candidates", "units", "budget"] + [f"{m} (s)" for m in methods]
-    show_ratio = "bnb" in methods and milps
-    if show_ratio:
-        head.append("bnb / fastest MILP")
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    ratios = []
-    for c in cells:
-        label = budget_label(c["frac"]) + (" **DISAGREE**" if c["n_disagree"] else "")
-        row = [str(c["n"]), f"{c['n_candidates']:.0f}", f"{c['n_units']:.0f}", label]
-        meds = {}
-        for m in methods:
-            text, med = cell_text(c["by_method"][m])
-            row.append(text)
-            meds[m] = med
-        if show_ratio:
-            milp_meds = {m: meds[m] for m in milps if meds[m] is not None}
-            if meds.get("bnb") is not None and milp_meds:
-                best = min(milp_meds, key=milp_meds.get)
-                ratio = meds["bnb"] / milp_meds[best] if milp_meds[best] > 0 else math.inf
-                ratios.append((ratio, c))
-                row.append(f"{ratio:.2f} (vs {best})")
-            else:
-                row.append("–")
-        lines.append("| " + " | ".join(row) + " |")
-    lines.append("")
-    lines.append(f"Median wall seconds over {len(args.seeds_list)} seed(s) per cell (seeds "
-                 f"{', '.join(map(str, args.seeds_list))}), time limit {args.time_limit:g} s per solve, one solve "
-                 "at a time, single-threaded back-ends. `*` = one run that did not prove optimality "
-                 "(time-out; its time counts in the median). Ratio < 1 means bnb is faster than the fastest "
-                 "MILP back-end in that cell.")
-    if "milp-cbc" in methods and args.cbc_max_n is not None and any(c["n"] > args.cbc_max_n for c in cells):
-        lines.append(f"`skipped`: CBC not run for n > {args.cbc_max_n} (`--cbc-max-n`), to keep the run short.")
-    if ratios:
-        faster = sum(r <= 1.0 for r, _ in ratios)
-        five = sum(r <= 0.2 for r, _ in ratios)
-        worst, wc = max(ratios, key=lambda t: t[0])
-        lines.append(f"bnb median <= fastest MILP median in {faster}/{len(ratios)} cells; >= 5x faster in "
-                     f"{five}/{len(ratios)}; median ratio {statistics.median(r for r, _ in ratios):.2f}; worst "
-                     f"{worst:.2f} at n={wc['n']} {budget_label(wc['frac'])}.")
-    if ratios_out is not None:
-        ratios_out.extend(ratios)
-    return lines
 
 
 def run_large(args, n: int, all_runs: list, disagreements: list) -> list[str]:
@@ -444,12 +366,14 @@ def main(argv=None) -> int:
     all_runs, disagreements = [], []
     started = time.perf_counter()
     all_ratios: list = []
+    family_cells: dict = {}
     if not args.large_only:
         for family in args.families:
             desc, sizes, fracs = FAMILIES[family]
             sizes = args.sizes or (QUICK_FAMILY_SIZES[family] if args.quick else sizes)
             fracs = args.fracs or fracs
             cells = run_grid(args, family, sizes, fracs, methods, all_runs, disagreements)
+            family_cells[family] = cells
             out += [f"### Family `{family}`: {desc}", ""] + grid_table(cells, methods, args, all_ratios) + [""]
         if len(args.families) > 1 and all_ratios:
             worst, wc = max(all_ratios, key=lambda t: t[0])
@@ -457,6 +381,9 @@ def main(argv=None) -> int:
                        f"{sum(r <= 1.0 for r, _ in all_ratios)}/{len(all_ratios)} cells; median ratio "
                        f"{statistics.median(r for r, _ in all_ratios):.2f}; worst {worst:.2f} "
                        f"({wc['family']} n={wc['n']} {budget_label(wc['frac'])}).")
+        summary = summary_table(family_cells, methods)
+        if summary:
+            out += ["", "### Every family: bnb against the fastest MILP", ""] + summary
     for n in args.n_large:
         out += [""] + run_large(args, n, all_runs, disagreements)
     elapsed = time.perf_counter() - started

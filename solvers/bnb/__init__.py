@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..greedy import greedy_store
 from ..exact import fits_budget
 from ..objective import budget_slack
 from ..problem import Problem
@@ -22,6 +21,7 @@ from ..result import Result, check_budget, make_result
 from .bound import lagrangian_bound, right_slopes
 from .decompose import decompose, dominated
 from .grid import objective_grid
+from .primal import greedy
 from .search import Progress, Search
 from .treedp import TREE_LIMIT
 
@@ -55,10 +55,17 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        whose bounds change per node); the LP only *proposes* them -- the
        bound is computed here and is valid whatever they are.
     4. Incumbents: greedy, LP and DP roundings, and at the root a sub-MIP
-       (HiGHS, at most 5 s and 30 % of the time left) over the LP's support
-       and the groups it splits (:mod:`memaudit_solvers.bnb.primal`); its store is
-       re-evaluated here and never enters a bound.  Reduced-cost fixing removes
-       options whose bound cannot beat the incumbent; the search takes the
+       (HiGHS, at most 5 s and 30 % of the time left) over the LP's support,
+       the groups it splits and every candidate reduced-cost fixing keeps
+       (:mod:`memaudit_solvers.bnb.primal`); its store is re-evaluated here and
+       never enters a bound.  Reduced-cost fixing removes options whose bound
+       (the Lagrangian bound with that option forced) cannot beat the
+       incumbent by a grid step.  When at the root it removes at least 20 % of
+       the candidates and what is left splits the coupled components (see
+       :mod:`memaudit_solvers.bnb.restart`), the search restarts on what is
+       left: presolve and decomposition again, a new root (at most
+       ``MAX_RESTARTS`` times); every store better than the incumbent uses
+       only those candidates, so OPT is unchanged.  The search takes the
        open node of largest bound first, branching on the most fractional
        group of the node LP.
        When every value of F lies on a grid (detected from the data, see
@@ -79,9 +86,10 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         returned with status ``timeout`` and the largest bound of the open
         nodes.  The decomposition stops enumerating components at the limit
         (the rest stay coupled), the first node then skips its LP and DP
-        steps, and later nodes are not started; only the reduction, one greedy
-        store and one Lagrangian bound (linear in the coverage entries)
-        always run.
+        steps, and later nodes are not started; only the reduction, one
+        Lagrangian bound (linear in the coverage entries) with its rounding
+        and, without the root LP, one greedy store (stopped at the limit where
+        greedy_store takes a deadline) always run.
     root_lp, node_lp : bool
         Take unit prices from the LP relaxation at the root / at nodes the
         cheaper bounds do not close.  With both off the prices are the
@@ -133,26 +141,70 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
                            message="no candidate fits the budget with positive value")
     reduced, members, exact_units, dstats = decompose(p, active, max_combos, deadline=deadline,
                                                       budget=budget + tol_b, tree_limit=tree_limit)
+    search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, None,
+                     max_combos)
+    search.offer([])
+    if exact_units.all() or not root_lp:
+        search.offer(greedy(reduced, budget, deadline))   # with the root LP, its rounding completed greedily comes first
+    open_bound = search.run(_start_prices(reduced), root_lp=root_lp, node_lp=node_lp, restart=MAX_RESTARTS > 0)
+    stats = dict(search.stats, removed=removed, **dstats, restarts=0)
+    best_value, chosen = search.inc_value, sorted(u for j in search.inc_store for u in members[j])
+    while search.survivors is not None and stats["restarts"] < MAX_RESTARTS:
+        # restart on the candidates reduced-cost fixing left (every store better than the incumbent
+        # uses only those): presolve and decomposition again, which can split components
+        keep = np.zeros(reduced.n_candidates, dtype=bool)
+        keep[search.survivors] = True
+        keep &= ~dominated(reduced, keep)
+        stats["restarts"] += 1
+        stats["restart_candidates"] = int(keep.sum())
+        if not keep.any():
+            open_bound = -math.inf
+            break
+        delta = search.delta
+        reduced, sub_members, exact_units, rstats = decompose(reduced, keep, max_combos, deadline=deadline,
+                                                              budget=budget + tol_b, tree_limit=tree_limit)
+        members = [tuple(u for k in sub for u in members[k]) for sub in sub_members]
+        search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, delta,
+                         max_combos)
+        search.inc_value = best_value           # the store stays the one found before the restart
+        open_bound = search.run(_start_prices(reduced), root_lp=root_lp, node_lp=node_lp,
+                                restart=stats["restarts"] < MAX_RESTARTS)
+        if search.inc_value > best_value:
+            best_value, chosen = search.inc_value, sorted(u for j in search.inc_store for u in members[j])
+        for key in ("nodes", "lp_solves", "dp_solves", "pruned", "fixed_by_reduced_cost", "incumbent_updates"):
+            stats[key] += search.stats[key]
+        stats.update(restart_components=rstats["components"], restart_coupled_groups=rstats["coupled_groups"])
+        if search.survivors is None:
+            break
+    if open_bound > -math.inf:
+        return make_result(p, budget, method="bnb", settings=settings, chosen=chosen, status="timeout",
+                           bound=max(open_bound, best_value), started=started, stats=stats,
+                           message=f"time limit {time_limit}s reached after {stats['nodes']} nodes")
+    return make_result(p, budget, method="bnb", settings=settings, chosen=chosen, status="optimal",
+                       bound=best_value, started=started, stats=stats,
+                       message=f"proved optimal after {stats['nodes']} nodes")
+
+
+#: restarts after reduced-cost fixing at the root, at most
+MAX_RESTARTS = 3
+
+
+def _start_prices(reduced: Problem) -> np.ndarray:
+    """Unit prices of the first node: ``w_r h_r'(0+)`` (the marginal-gain bound)."""
+    return reduced.weights * right_slopes(reduced, np.zeros(reduced.n_units))
+
+
+def _search(p: Problem, budget: float, reduced: Problem, members, exact_units, deadline, dp_limit, started,
+            progress, delta, max_combos) -> Search:
+    """A :class:`Search` on ``reduced`` whose stores are checked against the exact budget rule on ``p``."""
     def fits(store) -> bool:
         """The exact rule on the original candidates of a store of the reduced problem."""
         originals = [u for j in store for u in members[j]]
         return fits_budget(p.costs[originals], budget)
 
-    search = Search(reduced, budget, exact_units=exact_units, use_lp=not exact_units.all(),
-                    deadline=deadline, dp_limit=dp_limit, started=started, progress=progress, fits=fits)
-    search.offer([])
-    search.offer(greedy_store(reduced, budget))
-    mu0 = reduced.weights * right_slopes(reduced, np.zeros(reduced.n_units))
-    open_bound = search.run(mu0, root_lp=root_lp, node_lp=node_lp)
-    chosen = sorted(u for j in search.inc_store for u in members[j])
-    stats = dict(search.stats, removed=removed, **dstats)
-    if open_bound > -math.inf:
-        return make_result(p, budget, method="bnb", settings=settings, chosen=chosen, status="timeout",
-                           bound=max(open_bound, search.inc_value), started=started, stats=stats,
-                           message=f"time limit {time_limit}s reached after {stats['nodes']} nodes")
-    return make_result(p, budget, method="bnb", settings=settings, chosen=chosen, status="optimal",
-                       bound=search.inc_value, started=started, stats=stats,
-                       message=f"proved optimal after {stats['nodes']} nodes")
+    return Search(reduced, budget, exact_units=exact_units, use_lp=not exact_units.all(), deadline=deadline,
+                  dp_limit=dp_limit, started=started, progress=progress, fits=fits, delta=delta,
+                  max_combos=max_combos)
 
 
 def _check_settings(budget, time_limit, root_lp, node_lp, max_combos, dp_limit, tree_limit) -> dict:

@@ -8,6 +8,8 @@ prices and a fractional point: every bound bnb reports is recomputed from those 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -60,7 +62,7 @@ class NodeLP:
         lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
         lp.a_matrix_.value_ = matrix.data.astype(float)
         cls = getattr(getattr(highspy, "_core", None), "_Highs", None) or highspy.Highs   # no banner
-        h = cls()
+        h: Any = cls()    # the banner-free core class when present: the same methods, no stubs
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", 1)
         h.passModel(lp)

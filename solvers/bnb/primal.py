@@ -1,4 +1,4 @@
-"""bnb's primal heuristics beyond rounding: a time-boxed sub-MIP on the groups the LP leaves open.
+"""bnb's primal heuristics: roundings of a relaxation and time-boxed sub-MIPs at the root.
 
 The stores found here are only *offered* to the search (which re-checks feasibility and evaluates
 F with :func:`memaudit_solvers.objective.evaluate`); they never enter a bound, so the optimality proof stays
@@ -7,14 +7,42 @@ bnb's own.
 
 from __future__ import annotations
 
+import inspect
+import time
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
+from ..greedy import greedy_store
 from ..problem import Problem
+from ..result import SolverError
 
-__all__ = ["sub_mip_store"]
+if TYPE_CHECKING:  # pragma: no cover
+    from .search import Search
+
+__all__ = ["sub_mip_store", "neighbourhood", "round_store", "root_sub_mip", "root_core_mip", "greedy"]
 
 #: LP values below this count as zero when the support of the LP solution is read
 SUPPORT_TOL = 1e-6
+
+#: seconds the root's sub-MIP heuristic may take at most (and at most 30 % of the time left)
+SUB_MIP_SECONDS = 5.0
+
+#: groups in the core of the root's sub-MIP when no unit is coupled
+CORE_GROUPS = 300
+
+#: largest number of candidates kept by reduced-cost fixing that the root's sub-MIP takes in full
+SURVIVOR_CAP = 5000
+
+
+#: greedy_store stops at a deadline in the versions that take one
+_GREEDY_DEADLINE = "deadline" in inspect.signature(greedy_store).parameters
+
+
+def greedy(problem: Problem, budget: float, deadline: float, start=()) -> np.ndarray:
+    """:func:`memaudit_solvers.greedy.greedy_store`, stopped at ``deadline`` when it takes one."""
+    extra: dict[str, Any] = {"deadline": deadline} if _GREEDY_DEADLINE else {}
+    return greedy_store(problem, budget, start=start, **extra)
 
 
 def neighbourhood(problem: Problem, opt_cand: np.ndarray, opt_group: np.ndarray, free_idx: np.ndarray,
@@ -48,7 +76,92 @@ def sub_mip_store(problem: Problem, budget: float, cands: np.ndarray, time_limit
     sub = Problem.build(problem.costs[cands], groups, cov[:, units], problem.weights[units],
                         h_slopes=problem.h_slopes[units], h_intercepts=problem.h_intercepts[units],
                         n_groups=int(groups.max()) + 1)
-    res = milp_highs(sub, budget, time_limit=time_limit)
+    try:
+        res = milp_highs(sub, budget, time_limit=time_limit)
+    except SolverError:
+        return None     # e.g. a store over the budget by HiGHS's float tolerance: a heuristic just offers nothing
     if res.chosen is None or res.chosen.size == 0:
         return None
     return cands[res.chosen]
+
+
+def round_store(search: Search, info: dict, x_opt=None) -> list[int]:
+    """Offer S + the options a relaxation prefers, cut to the budget; return that store."""
+    p = search.p
+    store = [int(u) for u in info["store"]]
+    if x_opt is not None:
+        oc = search.opt_cand[info["free_idx"]]
+        take = (x_opt > 0.5) & (oc >= 0)
+        extra = oc[take][np.argsort(-x_opt[take], kind="stable")]
+    else:
+        oc = search.opt_cand[info["free_idx"]][info["pick"]]
+        extra = oc[oc >= 0]
+    spent = float(p.costs[store].sum()) if store else 0.0
+    for u in extra:
+        if spent + p.costs[u] <= search.budget + search.slack:
+            store.append(int(u))
+            spent += p.costs[u]
+    search.offer(store)
+    return store
+
+
+def _seconds(search: Search) -> float:
+    return min(SUB_MIP_SECONDS, 0.3 * (search.deadline - time.perf_counter()))
+
+
+def _run_sub_mip(search: Search, budget: float, cands: np.ndarray, seconds: float, outside=None) -> None:
+    t0 = time.perf_counter()
+    store = sub_mip_store(search.p, budget, cands, seconds)
+    search.stats["sub_mip_seconds"] = search.stats.get("sub_mip_seconds", 0.0) + time.perf_counter() - t0
+    search.stats["sub_mip_candidates"] = int(cands.size)
+    if store is not None:
+        search.offer(store if outside is None else np.concatenate([outside, store]))
+
+
+def root_sub_mip(search: Search, info: dict, lp_x: np.ndarray):
+    """Offer the store of a time-boxed sub-MIP on the LP's open groups; None if that closes the root.
+
+    The sub-MIP takes the LP's support and split groups and, when there are at most
+    :data:`SURVIVOR_CAP` of them, every candidate reduced-cost fixing keeps (an improving store
+    uses only those).
+    """
+    seconds = _seconds(search)
+    if seconds <= 0.05:
+        return info
+    cands = neighbourhood(search.p, search.opt_cand, search.opt_group, info["free_idx"], lp_x,
+                          np.concatenate([info["store"], search.inc_store]))
+    oc = search.opt_cand[info["free_idx"]]
+    kept = oc[~np.asarray(search.can_prune(info["ub_opt"]), dtype=bool) & (oc >= 0)]
+    if kept.size <= SURVIVOR_CAP:
+        cands = np.union1d(cands, kept)
+    _run_sub_mip(search, search.budget, cands, seconds)
+    return None if search.can_prune(info["ub"]) else info
+
+
+def root_core_mip(search: Search, info: dict):
+    """Without coupled units: keep the Lagrangian choice outside a core of groups, sub-MIP the core.
+
+    The core is the groups whose two best options are closest in reduced profit (the ones the
+    budget price cannot decide).  Every unit is private here, so the rest of the store is fixed
+    without touching the core's value.
+    """
+    seconds = _seconds(search)
+    if seconds <= 0.05 or search.use_lp or "pick" not in info:
+        return info
+    d, seg_of, starts = info["d"], info["seg_of"], info["starts"]
+    order = np.lexsort((-d, seg_of))                     # by group, best reduced profit first
+    second = np.minimum(starts + 1, d.size - 1)
+    has_two = np.append(starts[1:], d.size) - starts >= 2
+    gap = np.where(has_two, d[order[starts]] - d[order[second]], np.inf)
+    core_segs = np.argsort(gap, kind="stable")[:CORE_GROUPS]
+    in_core = np.zeros(starts.size, dtype=bool)
+    in_core[core_segs[np.isfinite(gap[core_segs])]] = True
+    oc = search.opt_cand[info["free_idx"]]
+    fixed = oc[info["pick"] & ~in_core[seg_of] & (oc >= 0)]
+    outside = np.concatenate([info["store"], fixed]).astype(np.int64)
+    rest = search.budget - float(search.p.costs[outside].sum())
+    cands = oc[in_core[seg_of] & (oc >= 0)]
+    if rest < 0 or cands.size == 0:
+        return info
+    _run_sub_mip(search, rest, cands, seconds, outside)
+    return None if search.can_prune(info["ub"]) else info

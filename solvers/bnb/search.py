@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..greedy import greedy_store
 from ..objective import budget_slack, coverage_sums, evaluate, unit_values
 from ..problem import Problem
 from .bound import lagrangian_min, residual_conjugate, right_slopes
 from .grid import cost_step, objective_grid
 from .nodelp import NodeLP
-from .primal import neighbourhood, sub_mip_store
+from .primal import greedy, root_core_mip, root_sub_mip, round_store
+from .restart import SPLIT_RATIO, coupled_groups
 
 __all__ = ["Search", "Progress", "NONE"]
 
@@ -40,11 +40,8 @@ class Progress:
     elapsed: float
 
 
-#: seconds the root's sub-MIP heuristic may take at most (and at most 30 % of the time left)
-SUB_MIP_SECONDS = 5.0
-
-#: groups in the core of the root's sub-MIP when no unit is coupled
-CORE_GROUPS = 300
+#: fraction of the root's candidates reduced-cost fixing must remove for a restart
+RESTART_FIXED = 0.2
 
 #: seconds between two progress reports
 PROGRESS_EVERY = 1.0
@@ -54,7 +51,8 @@ class Search:
     """State of one branch-and-bound run (options = candidates + one 'none' per group)."""
 
     def __init__(self, problem: Problem, budget: float, *, exact_units: np.ndarray, use_lp: bool,
-                 deadline: float, dp_limit: int, started: float | None = None, progress=None, fits=None):
+                 deadline: float, dp_limit: int, started: float | None = None, progress=None, fits=None,
+                 delta: float | None = None, max_combos: int = 4096):
         self.p = problem
         # exact budget rule for a store of this (reduced) problem, asked only near the budget
         self.fits = fits
@@ -79,7 +77,11 @@ class Search:
         self.group_present = np.zeros(problem.n_groups, dtype=bool)
         self.group_present[groups_present] = True
         self.node_lp = None          # the persistent HiGHS LP, built at the first LP solve
-        self.delta = objective_grid(problem)
+        # a restarted search keeps the first grid: its incumbent lies on that one
+        self.delta = objective_grid(problem) if delta is None else delta
+        self.survivors: np.ndarray | None = None
+        self.max_combos = max_combos
+        self.coupled0: int | None = None     # groups in components too large to enumerate, at the root
         self.cost_step = cost_step(problem.costs)
         self.inc_value = -math.inf
         self.inc_store = np.zeros(0, dtype=np.int64)
@@ -224,25 +226,6 @@ class Search:
         x_opt[oc >= 0] = x[oc[oc >= 0]]
         return mu, x_opt, value
 
-    # -- heuristics -------------------------------------------------------
-    def round_store(self, info, x_opt=None):
-        """Offer S + the options a relaxation prefers, cut to the budget; return that store."""
-        store = list(info["store"])
-        if x_opt is not None:
-            oc = self.opt_cand[info["free_idx"]]
-            take = (x_opt > 0.5) & (oc >= 0)
-            extra = oc[take][np.argsort(-x_opt[take], kind="stable")]
-        else:
-            oc = self.opt_cand[info["free_idx"]][info["pick"]]
-            extra = oc[oc >= 0]
-        spent = float(self.p.costs[store].sum()) if store else 0.0
-        for u in extra:
-            if spent + self.p.costs[u] <= self.budget + self.slack:
-                store.append(int(u))
-                spent += self.p.costs[u]
-        self.offer(store)
-        return store
-
     def bound(self, allowed, mu, dp: bool = True):
         """Analyse a node: Lagrangian bound, rounding, then (if ``dp``) the DP bound; None if closed."""
         info = self.analyse(allowed, mu)
@@ -251,7 +234,7 @@ class Search:
         if info["free_idx"].size == 0:
             self.offer(info["store"])
             return None
-        self.round_store(info)
+        round_store(self, info)
         if self.can_prune(info["ub"]):
             return None
         if not dp or self.out_of_time():
@@ -261,55 +244,26 @@ class Search:
             return None
         return info
 
-    def root_core_mip(self, info):
-        """Without coupled units: keep the Lagrangian choice outside a core of groups, sub-MIP the core.
+    def restart_point(self, info) -> bool:
+        """Set ``survivors`` and say True when a restart on what reduced-cost fixing leaves pays.
 
-        The core is the groups whose two best options are closest in reduced profit (the ones the
-        budget price cannot decide).  Every unit is private here, so the rest of the store is fixed
-        without touching the core's value.
+        It pays when at least :data:`RESTART_FIXED` of the candidates are fixed and the groups left
+        in components too large to enumerate fall to :data:`restart.SPLIT_RATIO` of those before.
         """
-        remaining = self.deadline - time.perf_counter()
-        seconds = min(SUB_MIP_SECONDS, 0.3 * remaining)
-        if seconds <= 0.05 or self.use_lp or "pick" not in info:
-            return info
-        d, seg_of, starts = info["d"], info["seg_of"], info["starts"]
-        order = np.lexsort((-d, seg_of))                     # by group, best reduced profit first
-        second = np.minimum(starts + 1, d.size - 1)
-        has_two = np.append(starts[1:], d.size) - starts >= 2
-        gap = np.where(has_two, d[order[starts]] - d[order[second]], np.inf)
-        core_segs = np.argsort(gap, kind="stable")[:CORE_GROUPS]
-        in_core = np.zeros(starts.size, dtype=bool)
-        in_core[core_segs[np.isfinite(gap[core_segs])]] = True
         oc = self.opt_cand[info["free_idx"]]
-        fixed = oc[info["pick"] & ~in_core[seg_of] & (oc >= 0)]
-        outside = np.concatenate([info["store"], fixed]).astype(np.int64)
-        rest = self.budget - float(self.p.costs[outside].sum())
-        cands = oc[in_core[seg_of] & (oc >= 0)]
-        if rest < 0 or cands.size == 0:
-            return info
-        t0 = time.perf_counter()
-        store = sub_mip_store(self.p, rest, cands, seconds)
-        self.stats["sub_mip_seconds"] = time.perf_counter() - t0
-        self.stats["sub_mip_candidates"] = int(cands.size)
-        if store is not None:
-            self.offer(np.concatenate([outside, store]))
-        return None if self.can_prune(info["ub"]) else info
-
-    def root_sub_mip(self, info, lp_x):
-        """Offer the store of a time-boxed sub-MIP on the LP's open groups; None if that closes the root."""
-        remaining = self.deadline - time.perf_counter()
-        seconds = min(SUB_MIP_SECONDS, 0.3 * remaining)
-        if seconds <= 0.05:
-            return info
-        cands = neighbourhood(self.p, self.opt_cand, self.opt_group, info["free_idx"], lp_x,
-                              np.concatenate([info["store"], self.inc_store]))
-        t0 = time.perf_counter()
-        store = sub_mip_store(self.p, self.budget, cands, seconds)
-        self.stats["sub_mip_seconds"] = time.perf_counter() - t0
-        self.stats["sub_mip_candidates"] = int(cands.size)
-        if store is not None:
-            self.offer(store)
-        return None if self.can_prune(info["ub"]) else info
+        real = oc >= 0
+        drop = np.asarray(self.can_prune(info["ub_opt"]), dtype=bool)
+        if drop[real].sum() < RESTART_FIXED * real.sum():
+            return False
+        survivors = np.concatenate([info["store"], oc[real & ~drop]]).astype(np.int64)
+        keep = np.zeros(self.p.n_candidates, dtype=bool)
+        keep[survivors] = True
+        if self.coupled0 is None:
+            self.coupled0 = coupled_groups(self.p, np.ones(self.p.n_candidates, dtype=bool), self.max_combos)
+        if coupled_groups(self.p, keep, self.max_combos) > SPLIT_RATIO * self.coupled0:
+            return False        # the coupled components would stay whole: the rebuild would not pay
+        self.survivors = survivors
+        return True
 
     # -- the search -------------------------------------------------------
     def out_of_time(self) -> bool:
@@ -323,17 +277,20 @@ class Search:
         self.last_report = now
         bound = max(open_bound, self.inc_value)
         gap = (bound - self.inc_value) / abs(bound) if bound != 0 else 0.0
-        self.progress(Progress(nodes=self.stats["nodes"], incumbent=float(self.inc_value), bound=float(bound),
+        self.progress(Progress(nodes=int(self.stats["nodes"]), incumbent=float(self.inc_value), bound=float(bound),
                                gap=float(gap), elapsed=now - self.started))
 
-    def run(self, mu0, *, root_lp: bool, node_lp: bool):
+    def run(self, mu0, *, root_lp: bool, node_lp: bool, restart: bool = False) -> float:
         """Best-bound-first search with plunging; returns the largest open bound (-inf when finished).
 
         After a branching the preferred child is processed next (a dive, which
         finds incumbents early); when a dive ends, the open node of largest
-        bound is taken.
+        bound is taken.  With ``restart``, a root whose reduced-cost fixing
+        removes at least :data:`RESTART_FIXED` of the candidates stops there:
+        ``survivors`` then holds the candidates left (every store better than
+        the incumbent uses only those) and the root's bound is returned.
         """
-        heap = []
+        heap: list = []
         counter = itertools.count()
         plunge = None
 
@@ -365,20 +322,26 @@ class Search:
                     mu_lp, lp_x, lp_val = lp
                     if is_root:
                         self.stats["root_lp_value"] = lp_val
-                    store = self.round_store(info, lp_x)
+                    store = round_store(self, info, lp_x)
                     if not self.out_of_time():
-                        self.offer(greedy_store(self.p, self.budget, start=store))
+                        self.offer(greedy(self.p, self.budget, self.deadline, start=store))
                     info_lp = self.bound(allowed, np.where(np.isinf(mu_lp), mu, mu_lp), dp=False)
                     if info_lp is None:
                         info = None
                     elif info_lp["ub_lagr"] <= info["ub_lagr"]:
                         info = info_lp
+            if is_root and info is not None and restart and self.restart_point(info):
+                self.stats["root_bound"] = min(info["ub"], parent_ub)
+                return float(self.stats["root_bound"])   # rebuilt on what is left (see branch_and_bound)
             if info is not None and lp_wanted and not self.out_of_time():
                 self.dp_bound(info)
                 if self.can_prune(info["ub"]):
                     info = None
             if is_root and info is not None:
-                info = self.root_sub_mip(info, lp_x) if lp_x is not None else self.root_core_mip(info)
+                info = root_sub_mip(self, info, lp_x) if lp_x is not None else root_core_mip(self, info)
+                if info is not None and restart and self.restart_point(info):   # a better incumbent fixes more
+                    self.stats["root_bound"] = min(info["ub"], parent_ub)
+                    return float(self.stats["root_bound"])
             if info is not None:
                 # the parent's bound holds on this subtree too: a node's bound never exceeds it
                 info["ub"] = min(info["ub"], parent_ub)
@@ -389,7 +352,7 @@ class Search:
                 continue
             # reduced-cost fixing on this subtree (Lagrangian bound with one option forced)
             free_idx, ub_opt, seg_of = info["free_idx"], info["ub_opt"], info["seg_of"]
-            drop = self.can_prune(ub_opt)
+            drop = np.asarray(self.can_prune(ub_opt), dtype=bool)
             child_allowed = allowed.copy()
             child_allowed[free_idx[drop]] = False
             self.stats["fixed_by_reduced_cost"] += int(drop.sum())
