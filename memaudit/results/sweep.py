@@ -79,9 +79,11 @@ class SweepReport:
 
 
 def _settings_for(method: str, seed: int) -> dict:
-    from ..baselines import method_settings
+    """The settings that key ``method``'s cells: the seed (for the methods that take one) over the declared
+    defaults, exactly as :func:`memaudit.baselines.score_methods` keys the rows its workers write."""
+    from ..baselines import check_method_settings, method_settings
 
-    return method_settings(method, seed=seed)
+    return check_method_settings([method], {method: method_settings(method, seed=seed)})[method]
 
 
 def plan_sweep(paths, budget_fracs, methods, *, backend="milp-highs", time_limit=None, seed: int = 0):
