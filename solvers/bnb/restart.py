@@ -18,7 +18,9 @@ def coupled_groups(problem: Problem, keep: np.ndarray, max_combos: int) -> int:
 
     Components are those of the bipartite group--unit graph over the candidates kept, the same
     graph :func:`memaudit_solvers.bnb.decompose.decompose` splits; a component of one group or
-    of at most ``max_combos`` stores would be enumerated there, the rest stay coupled.
+    of at most ``max_combos`` stores would be enumerated there, the rest stay coupled.  It models
+    enumeration only: a component the tree DP (:mod:`memaudit_solvers.bnb.treedp`) would collapse
+    still counts as coupled, so the split test may decline a restart, never make one wrong.
 
     Examples
     --------
