@@ -432,3 +432,15 @@ def test_cli_generator_writes_a_valid_package_with_good_setting(family, setting,
     assert r.exit_code == 0, r.output
     lib = generate(family, **{**_fast(family, setting.name), setting.name: value})
     assert package_to_dict(load_package(out)) == package_to_dict(lib)
+
+
+def test_settings_command_lists_every_generator_setting():
+    r = _cli("settings", "generators")
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0] == "generators:"
+    for family, declared in _generators().items():
+        at = lines.index("  " + family + ("" if declared else "  (no settings)"))
+        for i, s in enumerate(declared, 1):
+            assert lines[at + i] == f"    {s.name}: {describe(s)}", (family, s.name)
+    assert "generators:" in _cli("settings").output
