@@ -95,7 +95,7 @@ def test_generate_density_trap_writes_a_valid_package(tmp_path):
 
 def test_generate_density_trap_rejects_small_k():
     r = run("generate", "density-trap", "--k", 1)
-    assert r.exit_code == EXIT_USAGE and "--k" in r.output
+    assert r.exit_code == 1 and "setting 'k' must be an integer in [2, 1000]; got 1" in r.stderr
 
 
 # -- memaudit baseline ----------------------------------------------------------------------

@@ -203,16 +203,16 @@ def test_natural_filler_weight_is_close_to_the_seed():
 
 
 @pytest.mark.parametrize("family,params,match", [
-    ("small", {"entities": 0}, "parameter entities must be an integer in [1, 8]; got 0"),
-    ("small", {"max_updates": 12}, "parameter max_updates must be an integer in [0, 9]; got 12"),
+    ("small", {"entities": 0}, "generator 'small': setting 'entities' must be an integer in [1, 8]; got 0"),
+    ("small", {"max_updates": 12}, "setting 'max_updates' must be an integer in [0, 9]; got 12"),
     ("small", {"min_updates": 3, "max_updates": 1}, "min_updates (3) must be <= max_updates (1)"),
-    ("validity", {"restate_prob": 1.5}, "parameter restate_prob must be a probability in [0, 1]; got 1.5"),
-    ("small", {"cost_model": "lines"}, "parameter cost_model must be one of words, chars, bytes, tokens, byte-overhead"),
+    ("validity", {"restate_prob": 1.5}, "setting 'restate_prob' must be a number in [0, 1]; got 1.5"),
+    ("small", {"cost_model": "lines"}, "setting 'cost_model' must be one of words, chars, bytes, tokens, byte-overhead"),
     ("small", {"procedures": 4}, "parameter procedures must be an integer in [0, 3]; got 4"),
-    ("small", {"colour": 1}, "unknown parameter 'colour'"),
-    ("natural", {"filler_lines": -1}, "parameter filler_lines must be an integer in [0, 1000]; got -1"),
-    ("natural", {"exchanges_per_session": 0}, "parameter exchanges_per_session must be an integer in [1, 200]"),
-    ("natural", {"entities": 2}, "unknown parameter 'entities'"),
+    ("small", {"colour": 1}, "setting 'colour' must be one of the declared settings"),
+    ("natural", {"filler_lines": -1}, "setting 'filler_lines' must be an integer in [0, 1000]; got -1"),
+    ("natural", {"exchanges_per_session": 0}, "setting 'exchanges_per_session' must be an integer in [1, 200]"),
+    ("natural", {"entities": 2}, "generator 'natural': setting 'entities' must be one of the declared settings"),
     ("huge", {}, "unknown generator family 'huge'"),
 ])
 def test_bad_parameters_raise_named_errors(family, params, match):
@@ -262,7 +262,7 @@ def test_cli_generate_writes_the_library_bytes(tmp_path):
 def test_cli_generate_bad_parameter_is_one_line_error():
     r = CliRunner().invoke(main, ["generate", "validity", "--max-updates", "20"])
     assert r.exit_code == 1
-    assert r.stderr.strip() == "error: parameter max_updates must be an integer in [0, 9]; got 20"
+    assert r.stderr.strip() == "error: generator 'validity': setting 'max_updates' must be an integer in [0, 9]; got 20"
     assert r.stdout == ""
 
 
@@ -277,7 +277,7 @@ def test_events_per_day_up_to_its_limit_render(epd):
     assert day1[0].time == "2026-03-02T09:00:00Z" and day1[-1].time < "2026-03-03T09:00:00Z"
     day2 = [e for e in pkg.experiences if e.session == 2]
     assert day2[0].time == "2026-03-03T09:00:00Z"
-    with pytest.raises(GeneratorError, match=r"parameter events_per_day must be an integer in \[1, 1000\]"):
+    with pytest.raises(GeneratorError, match=r"setting 'events_per_day' must be an integer in \[1, 1000\]"):
         generate("small", 3, events_per_day=1001)
 
 

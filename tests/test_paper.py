@@ -162,7 +162,7 @@ def test_paper_generators_are_byte_reproducible_and_validated(tmp_path):
         assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
         assert load_package(tmp_path / "a.json").budget == 6.0
     assert generate("paper-small", 3).budget is None
-    with pytest.raises(Exception, match="takes no parameters"):
+    with pytest.raises(Exception, match="setting 'entities' must be one of the declared settings \\(none\\)"):
         generate("paper-update-chain", 0, entities=3)
     with pytest.raises(Exception, match="seed must be an integer >= 0"):
         paper_small(-1)

@@ -1,6 +1,7 @@
 """Command-line commands of this subpackage; ``memaudit.cli`` adds every entry of ``COMMANDS``.
 
-``memaudit generate small|validity|natural|paper-small|paper-update-chain|paper-temporal-interval|density-trap``,
+``memaudit generate small|validity|natural|paper-small|paper-update-chain|paper-temporal-interval|density-trap``
+(each family's flags and ``--help`` from its declared settings, :data:`memaudit.generators.GENERATOR_SETTINGS`),
 ``memaudit ablate``, ``memaudit report findings`` and ``memaudit report paper``.
 """
 
@@ -9,9 +10,6 @@ from __future__ import annotations
 import json
 
 import click
-
-from .density_trap import MAX_K as MAX_TRAP_K
-from .density_trap import TOPICS as TRAP_TOPICS
 
 __all__ = ["COMMANDS", "generate", "ablate_command", "report"]
 
@@ -48,9 +46,21 @@ def _output_options(f, default_id: str = "<family>-s<seed>"):
     return _budget_write_options(f)
 
 
-def _common(f):
-    f = _output_options(f, "<family>-s<seed>, plus -p<hash of the parameters> when they are not the defaults")
-    f = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the generator.")(f)
+def _setting_options(f, declared):
+    """One option per declared setting (help and metavar from the declaration; a bool is a
+    ``--x/--no-x`` switch).  Values are only read here: :func:`memaudit.generators.generate` checks
+    them with the one message template (``error: ...``, exit 1)."""
+    from memaudit_solvers.settings import describe
+
+    from ..clitools import SettingParam
+
+    for s in reversed(declared):
+        flag = "--" + s.name.replace("_", "-")
+        if s.type is bool:
+            f = click.option(f"{flag}/--no-{flag[2:]}", s.name, default=None, help=describe(s))(f)
+        else:
+            f = click.option(flag, s.name, type=SettingParam(s, flag, strict=False), default=None,
+                             help=describe(s))(f)
     return f
 
 
@@ -59,129 +69,74 @@ def generate():
     """Generate a seeded, byte-for-byte reproducible package of one family."""
 
 
-def _synthetic_command(family: str, defaults, doc: str):
-    from ..costs import COST_MODELS
+def _family_command(family: str, doc: str):
+    from . import GENERATOR_SETTINGS
 
-    def run(seed, output, package_id, budget, budget_frac, **params):
+    declared = GENERATOR_SETTINGS[family]
+
+    def run(output, budget, budget_frac, package_id=None, **settings):
         from ..clitools import check_budget_flags
         from . import generate as gen
 
         check_budget_flags(budget, budget_frac)
-        _write_or_print(gen(family, seed, package_id=package_id, budget=budget, budget_frac=budget_frac, **params),
-                        output)
+        given = {k: v for k, v in settings.items() if v is not None}
+        pkg = gen(family, package_id=package_id, budget=budget, budget_frac=budget_frac, **given)
+        if family == "density-trap":
+            _write_trap(pkg, output, budget is not None or budget_frac is not None)
+        else:
+            _write_or_print(pkg, output)
 
     run.__doc__ = doc
-    cmd = run
-    helps = {
-        "entities": "Entities (services) whose attributes are tracked (1-8).",
-        "attributes": "Attributes per entity (1-8).",
-        "min_updates": "Fewest updates of an attribute (0-9).",
-        "max_updates": "Most updates of an attribute (0-9).",
-        "restate_prob": "Chance of a restatement after each set / update.",
-        "deletions": "Personal details stated and later deleted on request (0-4).",
-        "deletion_updates": "Updates of each personal detail before its deletion (0-3).",
-        "details": "Incident details (0-8).",
-        "procedures": "Release procedures (at most one per entity).",
-        "chatter": "Distractor experiences that cover nothing.",
-        "validity_prob": "Chance that a superseded value gets a 'still valid?' query.",
-        "interval_prob": "Chance that a superseded value gets a 'what was it on day d?' query.",
-        "events_per_day": "Experiences per day (session), 1-1000: 5 minutes apart from 09:00, closer past 288 a day.",
-    }
-    for name in reversed(list(helps)):
-        default = getattr(defaults, name)
-        kind = float if isinstance(default, float) else int
-        cmd = click.option(f"--{name.replace('_', '-')}", name, type=kind, default=default, show_default=True,
-                           help=helps[name])(cmd)
-    cmd = click.option("--cost-model", "cost_model", type=click.Choice(list(COST_MODELS)), default=defaults.cost_model,
-                       show_default=True, help="Cost model of the candidate texts.")(cmd)
-    cmd = _common(cmd)
-    return generate.command(name=family)(cmd)
+    if family == "density-trap":
+        cmd = _trap_output_options(run)
+    else:
+        seeded = any(s.name == "seed" for s in declared)
+        cmd = _output_options(run, "<family>-s<seed>, plus -p<hash of the parameters> when they are not the "
+                              "defaults" if len(declared) > 1 else "<family>-s<seed>" if seeded else family)
+    return generate.command(name=family)(_setting_options(cmd, declared))
 
 
-def _register_synthetic():
-    from .synthetic import SMALL_DEFAULTS, VALIDITY_DEFAULTS
-
-    _synthetic_command("small", SMALL_DEFAULTS,
-                       "MEMAUDIT-Small: a few entities, short streams, mostly current-value queries.")
-    _synthetic_command("validity", VALIDITY_DEFAULTS,
-                       "Validity-heavy: long update chains, deletions, interval and validity queries.")
-
-
-_register_synthetic()
+def _trap_output_options(f):
+    f = click.option("--budget-frac", "budget_frac", type=click.FloatRange(min=0), default=None, metavar="F",
+                     help="Write budget = F x the stream cost instead of the construction's.")(f)
+    f = click.option("--budget", type=click.FloatRange(min=0), default=None, metavar="B",
+                     help="Write this budget instead of the construction's (the cost of the compound updates).")(f)
+    return click.option("-o", "--output", type=click.Path(), default=None, metavar="PACKAGE.json",
+                        help="Write the package here (default: print it).")(f)
 
 
-@generate.command(name="natural")
-@_common
-@click.option("--filler/--no-filler", default=True, show_default=True,
-              help="Keep the distractor exchanges (whole transcript) or only the 26 fact-bearing ones.")
-@click.option("--filler-lines", type=int, default=16, show_default=True,
-              help="Lines of generated code in each distractor reply.")
-@click.option("--exchanges-per-session", type=int, default=12, show_default=True,
-              help="Exchanges per day (the seed has 12).")
-@click.option("--cost-model", type=click.Choice(["words", "chars", "bytes", "tokens"]), default="tokens",
-              show_default=True, help="Cost model of the candidate texts.")
-def natural(seed, output, package_id, budget, budget_frac, filler, filler_lines, exchanges_per_session, cost_model):
-    """The 30-session, 15-fact scenario of the 30-session memory bench (8 updated, 2 deleted on request) as a package."""
-    from ..clitools import check_budget_flags
-    from . import generate as gen
+def _write_trap(pkg, output, budget_given: bool) -> None:
+    from ..clitools import num
+    from ..package import package_to_dict, save_package
 
-    check_budget_flags(budget, budget_frac)
-    pkg = gen("natural", seed, package_id=package_id, budget=budget, budget_frac=budget_frac, filler=filler,
-              filler_lines=filler_lines, exchanges_per_session=exchanges_per_session, cost_model=cost_model)
-    _write_or_print(pkg, output)
+    if output is None:
+        click.echo(json.dumps(package_to_dict(pkg), indent=2, ensure_ascii=False, allow_nan=False))
+        return
+    save_package(pkg, output)
+    trap = ("" if budget_given else
+            f"; density keeps {pkg.meta['density_ratio_by_construction']:.3f} of OPT by construction")
+    click.echo(f"wrote {output}: {len(pkg.candidates)} candidates, {len(pkg.units)} units, budget "
+               f"{num(pkg.budget)}{trap}")
 
 
-@generate.command(name="paper-small")
-@_common
-def paper_small_command(seed, output, package_id, budget, budget_frac):
-    """MemAudit-Small, the MEMAUDIT paper's base package for one seed (arXiv 2605.02199).
+_DOCS = {
+    "small": "MEMAUDIT-Small: a few entities, short streams, mostly current-value queries.",
+    "validity": "Validity-heavy: long update chains, deletions, interval and validity queries.",
+    "natural": "The 30-session, 15-fact scenario of the 30-session memory bench (8 updated, 2 deleted on request) "
+               "as a package.",
+    "paper-small": """MemAudit-Small, the MEMAUDIT paper's base package for one seed (arXiv 2605.02199).
 
     7 experiences (three facts, then two preferences: old statement and update), 25
     candidates with the paper's integer costs, 11 units; weights drawn from
     random.Random(SEED) in the paper's order.  See memaudit/generators/paper.py.
-    """
-    from ..clitools import check_budget_flags
-    from . import generate as gen
-
-    check_budget_flags(budget, budget_frac)
-    _write_or_print(gen("paper-small", seed, package_id=package_id, budget=budget, budget_frac=budget_frac), output)
-
-
-def _paper_fixed(family: str, doc: str):
-    def run(output, package_id, budget, budget_frac):
-        from ..clitools import check_budget_flags
-        from . import generate as gen
-
-        check_budget_flags(budget, budget_frac)
-        _write_or_print(gen(family, 0, package_id=package_id, budget=budget, budget_frac=budget_frac), output)
-
-    run.__doc__ = doc
-    return generate.command(name=family)(_output_options(run, default_id=family))
-
-
-_paper_fixed("paper-update-chain", "The MEMAUDIT paper's update-chain stress package (deterministic: no seed).\n\n"
-             "Version 0, then three corrections, each with raw, fact, tombstone, compound_update and summary\n"
-             "candidates: 4 experiences, 18 candidates, total candidate cost 51.")
-_paper_fixed("paper-temporal-interval", "The MEMAUDIT paper's temporal-interval stress package (deterministic: no "
-             "seed).\n\nFive intervals (label fact, interval fact, coarse summary, raw), then two closures of open\n"
-             "intervals: 7 experiences, 30 candidates, total candidate cost 88.")
-
-
-@generate.command("density-trap")
-@click.option("--k", "k", type=click.IntRange(2, MAX_TRAP_K), default=10, show_default=True,
-              help="Units per topic: the current value and K - 1 retired values; density keeps about 1/K.")
-@click.option("--topics", type=click.IntRange(1, len(TRAP_TOPICS)), default=1, show_default=True,
-              help="Number of topics (experiences).")
-@click.option("--cost-model", type=click.Choice(["words", "chars", "bytes", "tokens"]), default="words",
-              show_default=True, help="Cost model of the package.")
-@click.option("-o", "--output", type=click.Path(), default=None, metavar="PACKAGE.json",
-              help="Write the package here (default: print it).")
-@click.option("--budget", type=click.FloatRange(min=0), default=None, metavar="B",
-              help="Write this budget instead of the construction's (the cost of the compound updates).")
-@click.option("--budget-frac", "budget_frac", type=click.FloatRange(min=0), default=None, metavar="F",
-              help="Write budget = F x the stream cost instead of the construction's.")
-def density_trap_command(k, topics, cost_model, output, budget, budget_frac):
-    """A package where density-only selection keeps about 1/K of OPT.
+    """,
+    "paper-update-chain": "The MEMAUDIT paper's update-chain stress package (deterministic: no seed).\n\n"
+                          "Version 0, then three corrections, each with raw, fact, tombstone, compound_update and "
+                          "summary\ncandidates: 4 experiences, 18 candidates, total candidate cost 51.",
+    "paper-temporal-interval": "The MEMAUDIT paper's temporal-interval stress package (deterministic: no seed).\n\n"
+                               "Five intervals (label fact, interval fact, coarse summary, raw), then two closures "
+                               "of open\nintervals: 7 experiences, 30 candidates, total candidate cost 88.",
+    "density-trap": """A package where density-only selection keeps about 1/K of OPT.
 
     Each topic is one experience that moves an attribute to a new value and retires
     K - 1 old ones.  Its fact is the densest candidate, so density stores it and the
@@ -189,22 +144,18 @@ def density_trap_command(k, topics, cost_model, output, budget, budget_frac):
     Density's ratio is 1 / (1 + w (K - 1)), w = 0.9 with words, at the package's own
     budget (the compound updates' cost; --budget / --budget-frac write another).  See
     memaudit/generators/density_trap.py for the construction.
-    """
-    from ..clitools import check_budget_flags, num
-    from ..package import package_to_dict, save_package
-    from . import with_budget
-    from .density_trap import density_trap
+    """,
+}
 
-    check_budget_flags(budget, budget_frac)
-    pkg = with_budget(density_trap(k, topics=topics, cost_model=cost_model), budget=budget, budget_frac=budget_frac)
-    if output is None:
-        click.echo(json.dumps(package_to_dict(pkg), indent=2, ensure_ascii=False, allow_nan=False))
-    else:
-        save_package(pkg, output)
-        trap = ("" if budget is not None or budget_frac is not None else
-                f"; density keeps {pkg.meta['density_ratio_by_construction']:.3f} of OPT by construction")
-        click.echo(f"wrote {output}: {len(pkg.candidates)} candidates, {len(pkg.units)} units, budget "
-                   f"{num(pkg.budget)}{trap}")
+
+def _register_families():
+    from . import GENERATORS
+
+    for family in GENERATORS:
+        _family_command(family, _DOCS[family])
+
+
+_register_families()
 
 
 @click.command(name="ablate")
