@@ -58,7 +58,8 @@ def validity_share(problem, chosen, unit_kinds) -> float | None:
 
     ``sum_r w_r h_r(s_r) / sum_r w_r h_r(inf)`` over the units whose kind is ``validity``.
     """
-    from memaudit_solvers.objective import Coverage, h_inf
+    from memaudit_solvers.coverage import Coverage
+    from memaudit_solvers.objective import h_inf
 
     mask = np.isin(np.asarray(unit_kinds), VALIDITY_KINDS)
     if not mask.any():

@@ -5,7 +5,8 @@ never the reverse.  Importing it does not import pulp or OR-Tools: the MILP
 back-ends load them when they run.
 """
 
-from .objective import Coverage, coverage_sums, evaluate, is_feasible, marginal_gains, total_cost
+from .coverage import Coverage
+from .objective import coverage_sums, evaluate, is_feasible, marginal_gains, total_cost
 from .problem import Problem, ProblemError
 from .result import BackendUnavailable, Declined, Result, SolverError
 

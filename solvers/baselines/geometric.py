@@ -6,7 +6,8 @@ import time
 
 import numpy as np
 
-from ..objective import Coverage, budget_slack, evaluate, standalone_values
+from ..coverage import Coverage
+from ..objective import budget_slack, evaluate, standalone_values
 from ..problem import Problem
 from ..result import Result, check_budget, make_result
 

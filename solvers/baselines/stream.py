@@ -11,7 +11,8 @@ import time
 
 import numpy as np
 
-from ..objective import Coverages, budget_slack, standalone_values
+from ..coverage import Coverages
+from ..objective import budget_slack, standalone_values
 from ..problem import Problem
 from ..result import Result, check_budget, make_result
 from .common import GAIN_TOL, lexmax
