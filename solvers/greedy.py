@@ -50,7 +50,8 @@ def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None,
         return np.array(sorted(chosen), dtype=np.int64)
     gains = state.gains(cand)
     keep = gains > 0
-    heap = [(-g / problem.costs[u], int(u)) for g, u in zip(gains[keep], cand[keep])]
+    # Python floats: a ratio past the largest float is +inf (it still sorts first), with no overflow warning
+    heap = [(-float(g) / float(problem.costs[u]), int(u)) for g, u in zip(gains[keep], cand[keep])]
     heapq.heapify(heap)
     tol = 1e-12
     while heap:
@@ -63,7 +64,7 @@ def greedy_store(problem: Problem, budget: float, *, start=(), allowed=None,
         gain = state.gain(u)
         if gain <= tol:
             continue
-        ratio = gain / problem.costs[u]
+        ratio = float(gain) / float(problem.costs[u])
         if heap and ratio < -heap[0][0] - tol:
             heapq.heappush(heap, (-ratio, u))
             continue
