@@ -10,7 +10,6 @@ import os
 import random
 import sys
 import sysconfig
-from pathlib import Path
 
 from ..data import data_path
 from .errors import HarnessError

@@ -24,7 +24,7 @@ from .. import __version__
 from ..errors import MemauditError
 from ..package import Package, compile_package, package_to_dict, stream_cost
 from ..solve import SolveReport, method_time_limit, resolve_backend, resolve_method, solve_package
-from .store import canonical_json, code_version, open_store, row_key
+from .store import code_version, open_store, row_key
 
 __all__ = ["cached_solve", "ResultsCache", "MemoryStore", "package_digest", "versions_of", "solve_key", "score_key",
            "solve_row", "report_from_row", "error_row"]
