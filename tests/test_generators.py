@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -205,10 +206,10 @@ def test_natural_filler_weight_is_close_to_the_seed():
 @pytest.mark.parametrize("family,params,match", [
     ("small", {"entities": 0}, "generator 'small': setting 'entities' must be an integer in [1, 8]; got 0"),
     ("small", {"max_updates": 12}, "setting 'max_updates' must be an integer in [0, 9]; got 12"),
-    ("small", {"min_updates": 3, "max_updates": 1}, "min_updates (3) must be <= max_updates (1)"),
+    ("small", {"min_updates": 3, "max_updates": 1}, "generator 'small': setting 'min_updates' must be <= max_updates (1); got 3"),
     ("validity", {"restate_prob": 1.5}, "setting 'restate_prob' must be a number in [0, 1]; got 1.5"),
     ("small", {"cost_model": "lines"}, "setting 'cost_model' must be one of words, chars, bytes, tokens, byte-overhead"),
-    ("small", {"procedures": 4}, "parameter procedures must be an integer in [0, 3]; got 4"),
+    ("small", {"procedures": 4}, "generator 'small': setting 'procedures' must be <= entities (3): at most one per entity; got 4"),
     ("small", {"colour": 1}, "setting 'colour' must be one of the declared settings"),
     ("natural", {"filler_lines": -1}, "setting 'filler_lines' must be an integer in [0, 1000]; got -1"),
     ("natural", {"exchanges_per_session": 0}, "setting 'exchanges_per_session' must be an integer in [1, 200]"),
@@ -373,3 +374,24 @@ def test_natural_reads_the_bench_scenario_file():
             assert any(t.startswith(f"user: {v.text}\n") for t in texts)
     chatter = [e.text for e in pkg.experiences if "Here is the relevant code" in e.text]
     assert chatter and all(any(t.startswith(f"user: {q}\n") for q in bench_distractors()) for t in chatter)
+
+
+@pytest.mark.parametrize("params,match", [
+    (dict(entities=0), "SyntheticParams: setting 'entities' must be an integer in [1, 8]; got 0"),
+    (dict(min_updates=4, max_updates=2), "SyntheticParams: setting 'min_updates' must be <= max_updates (2); got 4"),
+    (dict(entities=2, procedures=3), "SyntheticParams: setting 'procedures' must be <= entities (2)"),
+    (dict(restate_prob=float("nan")), "SyntheticParams: setting 'restate_prob' must be a number in [0, 1]; got nan"),
+    (dict(cost_model="lines"), "SyntheticParams: setting 'cost_model' must be one of words"),
+])
+def test_synthetic_params_check_speaks_the_declarations(params, match):
+    """The library's own parameter object refuses with the registry's declarations, not a second copy."""
+    from memaudit.generators.synthetic import SyntheticParams
+    with pytest.raises(GeneratorError, match=re.escape(match)):
+        SyntheticParams(**params).check()
+
+
+def test_natural_params_check_speaks_the_declarations():
+    from memaudit.generators.natural import NaturalParams
+    with pytest.raises(GeneratorError, match=re.escape("NaturalParams: setting 'filler_lines' must be an integer "
+                                                       "in [0, 1000]; got -1")):
+        NaturalParams(filler_lines=-1).check()

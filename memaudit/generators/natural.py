@@ -27,7 +27,8 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass
 
-from ..costs import COST_MODELS
+from memaudit_solvers.settings import setting_error, validate_settings
+
 from ..package import Package
 from .events import (Event, EventGraph, GeneratorError, QuerySpec, Slot, current_unit, deleted_unit, interval_unit,
                      invalid_unit, package_id_or, render_package)
@@ -117,16 +118,16 @@ class NaturalParams:
     exchanges_per_session: int = 12
     cost_model: str = "tokens"
 
-    def check(self) -> None:
-        if not isinstance(self.filler, bool):
-            raise GeneratorError(f"parameter filler must be true or false; got {self.filler!r}")
-        for name, lo, hi in (("filler_lines", 0, 1000), ("exchanges_per_session", 1, 200)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-                raise GeneratorError(f"parameter {name} must be an integer in [{lo}, {hi}]; got {v!r}")
-        if self.cost_model not in COST_MODELS:
-            raise GeneratorError(f"parameter cost_model must be one of {', '.join(COST_MODELS)}; "
-                                 f"got {self.cost_model!r}")
+    def check(self, owner: str = "NaturalParams") -> None:
+        """Raise :class:`GeneratorError` naming the first parameter out of range, in the one message
+        template; each rule is its declaration in :data:`memaudit.generators.GENERATOR_SETTINGS`."""
+        from . import _registry
+
+        declared = [s for s in _registry()["natural"][1:] if s.name != "seed"]
+        try:
+            validate_settings(owner, declared, asdict(self))
+        except ValueError as exc:
+            raise GeneratorError(str(exc)) from None
 
 
 def _fact_text(statement: str) -> str:
@@ -159,9 +160,10 @@ def generate_natural(seed: int = 0, *, package_id: str | None = None, **params) 
 
 def natural_graph(p: NaturalParams, seed: int) -> tuple[EventGraph, list[QuerySpec], list[int]]:
     """The event graph, the query specs and each event's minute, before rendering."""
-    p.check()
+    owner = "generator 'natural'"
+    p.check(owner)
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise GeneratorError(f"parameter seed must be an integer; got {seed!r}")
+        raise GeneratorError(str(setting_error(owner, "seed", "an integer", seed)))
     rng = random.Random(seed)
     graph = EventGraph()
     by_day: dict[int, list[tuple]] = {}

@@ -16,7 +16,8 @@ import json
 import random
 from dataclasses import asdict, dataclass, fields
 
-from ..costs import COST_MODELS
+from memaudit_solvers.settings import setting_error, validate_settings
+
 from ..package import Package
 from .events import (Event, EventGraph, GeneratorError, QuerySpec, Slot, current_unit, deleted_unit, detail_unit,
                      interval_unit, invalid_unit, package_id_or, procedure_unit, render_package)
@@ -147,26 +148,26 @@ class SyntheticParams:
     events_per_day: int = 2
     cost_model: str = "words"
 
-    def check(self) -> None:
-        """Raise :class:`GeneratorError` naming the first parameter out of range."""
-        limits = {"entities": (1, len(ENTITIES)), "attributes": (1, len(ATTRIBUTES)),
-                  "min_updates": (0, 9), "max_updates": (0, 9), "deletions": (0, len(PERSONAL)),
-                  "deletion_updates": (0, 3), "details": (0, len(CAUSES)), "procedures": (0, self.entities),
-                  "chatter": (0, 10_000), "events_per_day": (1, 1000)}
-        for name, (lo, hi) in limits.items():
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-                raise GeneratorError(f"parameter {name} must be an integer in [{lo}, {hi}]; got {v!r}")
-        if self.min_updates > self.max_updates:
-            raise GeneratorError(f"parameter min_updates ({self.min_updates}) must be <= max_updates "
-                                 f"({self.max_updates})")
-        for name in ("restate_prob", "validity_prob", "interval_prob"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-                raise GeneratorError(f"parameter {name} must be a probability in [0, 1]; got {v!r}")
-        if self.cost_model not in COST_MODELS:
-            raise GeneratorError(f"parameter cost_model must be one of {', '.join(COST_MODELS)}; "
-                                 f"got {self.cost_model!r}")
+    def check(self, owner: str = "SyntheticParams") -> None:
+        """Raise :class:`GeneratorError` naming the first parameter out of range, in the one message
+        template (``<owner>: setting 'entities' must be an integer in [1, 8]; got 0``).
+
+        Each parameter's rule is its declaration in :data:`memaudit.generators.GENERATOR_SETTINGS` (the
+        one statement of it); two rules tie parameters together: ``min_updates <= max_updates`` and
+        ``procedures <= entities`` (at most one release procedure per entity).
+        """
+        from . import _registry
+
+        declared = [s for s in _registry()["small"][1:] if s.name != "seed"]
+        try:
+            validate_settings(owner, declared, asdict(self))
+            if self.min_updates > self.max_updates:
+                raise setting_error(owner, "min_updates", f"<= max_updates ({self.max_updates})", self.min_updates)
+            if self.procedures > self.entities:
+                raise setting_error(owner, "procedures", f"<= entities ({self.entities}): at most one per entity",
+                                    self.procedures)
+        except ValueError as exc:
+            raise GeneratorError(str(exc)) from None
 
 
 SMALL_DEFAULTS = SyntheticParams()
@@ -206,7 +207,7 @@ def generate_synthetic(params: SyntheticParams, seed: int, *, family: str, packa
     """
     suffix = params_id_suffix(family, **{k: v for k, v in asdict(params).items()})
     pid = package_id_or(package_id, f"{family}-s{seed}{suffix}")
-    graph, queries = synthetic_graph(params, seed)
+    graph, queries = synthetic_graph(params, seed, owner=f"generator {family!r}")
     meta = {"generator": family, "generator_version": version, "seed": seed, "params": asdict(params)}
     return render_package(graph, queries, package_id=pid, cost_model=params.cost_model, meta=meta)
 
@@ -230,11 +231,13 @@ def params_id_suffix(family: str, **overrides) -> str:
     return f"-p{digest[:8]}"
 
 
-def synthetic_graph(params: SyntheticParams, seed: int) -> tuple[EventGraph, list[QuerySpec]]:
-    """The hidden event graph and the query specs of a synthetic package (before rendering)."""
-    params.check()
+def synthetic_graph(params: SyntheticParams, seed: int, *, owner: str = "SyntheticParams"
+                    ) -> tuple[EventGraph, list[QuerySpec]]:
+    """The hidden event graph and the query specs of a synthetic package (before rendering);
+    ``owner`` names the caller in refusals of ``params`` (:meth:`SyntheticParams.check`)."""
+    params.check(owner)
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise GeneratorError(f"parameter seed must be an integer; got {seed!r}")
+        raise GeneratorError(str(setting_error(owner, "seed", "an integer", seed)))
     rng = random.Random(seed)
     entities = rng.sample(ENTITIES, params.entities)
     slots: list[Slot] = []
