@@ -16,8 +16,8 @@ __all__ = ["StoreError", "MemoryItem", "Export", "DEFAULT_MAX_BYTES", "PRODUCTS"
            "load_amem", "load_export", "detect_product", "load_any", "read_document", "read_json_file", "IMPORTERS",
            "IMPORTER_SETTINGS", "check_importer_settings"]
 
-_MAX_BYTES = Setting("max_bytes", int, DEFAULT_MAX_BYTES, "Refuse an export file larger than this many bytes "
-                     "(none: no limit).", low=1, optional=True)
+_MAX_BYTES = Setting("max_bytes", int, DEFAULT_MAX_BYTES, "Refuse an export file, and gzip / zip contents once "
+                     "unpacked, larger than this many bytes (0 or none: no limit).", low=0, optional=True)
 
 #: product -> (loader, *declared settings): the loader reads the product's export file
 IMPORTERS = {"mem0": (load_mem0, _MAX_BYTES, Setting("as_of", str, None, "The export date Mem0 expiry is judged "
@@ -63,7 +63,13 @@ def load_export(product: str, path, *, max_bytes: int | None = DEFAULT_MAX_BYTES
     memaudit.stores.export.StoreError: unknown product 'zep'; valid products: mem0, letta, amem
     """
     options = check_importer_settings(product, dict(options, max_bytes=max_bytes))
+    options["max_bytes"] = _limit(options["max_bytes"])
     return IMPORTERS[product][0](path, **options)
+
+
+def _limit(max_bytes: int | None) -> int | None:
+    """The declared ``max_bytes`` as the readers take it: 0 (like none) is no limit."""
+    return None if max_bytes == 0 else max_bytes
 
 
 def detect_product(data) -> str | None:
@@ -143,10 +149,9 @@ def load_any(path, product: str | None = None, *, max_bytes: int | None = DEFAUL
         Unknown product, or content that matches no product (the message says to pass the product
         and names the shape seen).
     """
-    if product is not None:
-        check_importer_settings(product, {"max_bytes": max_bytes})
+    check_importer_settings(product or "amem", {"max_bytes": max_bytes})  # every importer declares max_bytes alike
     path = os.fspath(path)
-    doc = read_document(path, max_bytes=max_bytes, product=product or "store")
+    doc = read_document(path, max_bytes=_limit(max_bytes), product=product or "store")
     data = doc.data
     if product is None:
         product = detect_product(data)

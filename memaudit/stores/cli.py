@@ -11,31 +11,31 @@ import json
 
 import click
 
-from ..clitools import budget_options, check_budget_flags, num, safe_echo, same_file, table_lines
+from ..clitools import budget_options, check_budget_flags, num, safe_echo, same_file, setting_flags, table_lines
 
 __all__ = ["COMMANDS"]
 
 _PRODUCT_CHOICE = click.Choice(["mem0", "letta", "amem"])
-_MAX_BYTES_HELP = ("Refuse export files, and gzip / zip contents once unpacked, larger than N bytes (default 64 MiB; "
-                   "0 = no limit).")
+def _export_options(f):
+    """The importers' flags, one per declared setting (:data:`memaudit.stores.IMPORTER_SETTINGS`:
+    ``--max-bytes``, ``--as-of``, ``--include-messages``), and ``--no-messages``, kept as the short
+    form of ``--include-messages false``; the command gets ``importer_flags`` and ``no_messages``."""
+    from . import IMPORTER_SETTINGS
+
+    f = click.option("--no-messages", is_flag=True, help="Same as --include-messages false.")(f)
+    return setting_flags(IMPORTER_SETTINGS, dest="importer_flags", kind="importers")(f)
 
 
-def _max_bytes(value):
+def _import_options(importer_flags: dict, no_messages: bool) -> dict:
+    """The keyword arguments of :func:`memaudit.stores.load_any` from the importer flags given."""
     from .export import DEFAULT_MAX_BYTES
 
-    if value is None:
-        return DEFAULT_MAX_BYTES
-    return None if value == 0 else value
-
-
-def _export_options(f):
-    f = click.option("--as-of", default=None, metavar="DATE",
-                     help="The export date (YYYY-MM-DD) Mem0 expiry is judged against (default: the time the file "
-                          "records, else at least its newest timestamp).")(f)
-    f = click.option("--no-messages", is_flag=True,
-                     help="Letta: audit the core memory blocks only, not the in-context messages.")(f)
-    f = click.option("--max-bytes", type=click.IntRange(min=0), default=None, metavar="N", help=_MAX_BYTES_HELP)(f)
-    return f
+    if no_messages and importer_flags.get("include_messages"):
+        raise click.UsageError("--no-messages contradicts --include-messages true")
+    options = {"max_bytes": DEFAULT_MAX_BYTES, "include_messages": True, "as_of": None, **importer_flags}
+    if no_messages:
+        options["include_messages"] = False
+    return options
 
 
 def _rows(pkg, export, adjudication):
@@ -67,7 +67,7 @@ def _refuse_overwrite(output, *inputs):
               help="CSV / JSON rows (memory, unit, coverage[, experience]); memories it names use its rows, "
                    "the rest the deterministic matcher.")
 @_export_options
-def union_command(package, export, output, product, adjudication, max_bytes, no_messages, as_of):
+def union_command(package, export, output, product, adjudication, importer_flags, no_messages):
     """Write the union package of PACKAGE and the exported store EXPORT.
 
     Every exported memory becomes an `external` candidate in its own group (unless the
@@ -80,7 +80,7 @@ def union_command(package, export, output, product, adjudication, max_bytes, no_
 
     _refuse_overwrite(output, package, export, adjudication)
     pkg = load_package(package)
-    exp = load_any(export, product, max_bytes=_max_bytes(max_bytes), include_messages=not no_messages, as_of=as_of)
+    exp = load_any(export, product, **_import_options(importer_flags, no_messages))
     rows, sources = _rows(pkg, exp, adjudication)
     union = build_union(pkg, exp, rows, sources=sources)
     save_package(union.package, output)
@@ -175,7 +175,7 @@ def _print_findings(r):
               help="Also write the union package.")
 @_export_options
 def audit_command(package, export, product, mem0_file, letta_file, amem_file, adjudication, budget, budget_frac,
-                  backend, as_json, union_output, max_bytes, no_messages, as_of):
+                  backend, as_json, union_output, importer_flags, no_messages):
     """Audit the exported store EXPORT against OPT of its union with PACKAGE at budget B.
 
     Reports the selected-store ratio (the whole store; 0 when over budget), the upper-pruned
@@ -204,7 +204,7 @@ def audit_command(package, export, product, mem0_file, letta_file, amem_file, ad
     if union_output is not None:
         _refuse_overwrite(union_output, package, path, adjudication)
     pkg = load_package(package)
-    exp = load_any(path, product, max_bytes=_max_bytes(max_bytes), include_messages=not no_messages, as_of=as_of)
+    exp = load_any(path, product, **_import_options(importer_flags, no_messages))
     rows, sources = _rows(pkg, exp, adjudication)
     report, union = audit_export(pkg, exp, rows, budget=budget, budget_frac=budget_frac,
                                  backend=resolve_backend(backend), sources=sources)
@@ -236,8 +236,8 @@ def audit_command(package, export, product, mem0_file, letta_file, amem_file, ad
 @click.option("--backoff", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="SECONDS",
               help="Wait before the first retry (doubled before each further one).")
 @_export_options
-def adjudicate_command(package, export, output, product, judge_cmd, cache_dir, timeout, retries, backoff, max_bytes,
-                       no_messages, as_of):
+def adjudicate_command(package, export, output, product, judge_cmd, cache_dir, timeout, retries, backoff,
+                       importer_flags, no_messages):
     """Write an adjudication file for EXPORT: one row per (memory, unit) with its coverage.
 
     Without --judge-cmd the rows are the deterministic matcher's (a starting point to review by
@@ -254,7 +254,7 @@ def adjudicate_command(package, export, output, product, judge_cmd, cache_dir, t
 
     _refuse_overwrite(output, package, export)
     pkg = load_package(package)
-    exp = load_any(export, product, max_bytes=_max_bytes(max_bytes), include_messages=not no_messages, as_of=as_of)
+    exp = load_any(export, product, **_import_options(importer_flags, no_messages))
     failed = []
     if judge_cmd is not None:
         run = judge_rows(pkg, exp, judge_cmd, cache_dir=cache_dir, timeout=timeout, retries=retries, backoff=backoff,
