@@ -94,6 +94,39 @@ def test_crashing_method_and_task_timeout_fail_their_cells_only(tmp_path, faulty
     assert not any(c.status in ("certified", "scored") for c in slow.cells if c.method == "slow-test")
 
 
+def test_per_method_settings_key_and_run_their_cells(tmp_path):
+    """``--methods gvt-geometric:eps=0.05,random:seed=3``: each method runs with its own settings, and the cells
+    with other settings are other cells (no reuse across settings)."""
+    db = tmp_path / "r.sqlite"
+    pkg = load_package(SMALL[0])
+    given = {"gvt-geometric": {"eps": 0.05}, "random": {"seed": 3}}
+    rep = run_sweep(SMALL[:1], [0.3], ["gvt-geometric", "random"], db=db, workers=1, progress=False, settings=given)
+    assert not rep.failed and rep.computed == 3
+    direct = score_methods(pkg, budget_frac=0.3, methods=["gvt-geometric", "random"], settings=given)
+    _, _, rows = _stored(db)
+    scores = {r["method"]: r for r in rows if r["kind"] == "score"}
+    assert {m: scores[m]["value"] for m in scores} == {s.method: s.value for s in direct.scores}
+    assert scores["gvt-geometric"]["settings"]["eps"] == 0.05 and scores["random"]["settings"]["seed"] == 3
+    other = run_sweep(SMALL[:1], [0.3], ["gvt-geometric", "random"], db=db, workers=1, progress=False,
+                      settings={"gvt-geometric": {"eps": 0.2}, "random": {"seed": 3}})
+    assert other.reused == 2 and other.computed == 1  # OPT and random reused; eps=0.2 is a new cell
+    r = CliRunner().invoke(main, ["sweep", str(SMALL[0]), "--budget-frac", "0.3", "--methods",
+                                  "gvt-geometric:eps=0.05,random:seed=3", "--db", str(db), "--workers", "1",
+                                  "--no-progress"])
+    assert r.exit_code == 0 and "3 reused, 0 computed" in r.output, r.output
+
+
+def test_bad_per_method_settings_are_refused_before_any_work(tmp_path):
+    db = tmp_path / "r.sqlite"
+    r = CliRunner().invoke(main, ["sweep", str(SMALL[0]), "--methods", "gvt-geometric:eps=2", "--db", str(db),
+                                  "--workers", "1"])
+    assert r.exit_code == 1
+    assert "error: method 'gvt-geometric': setting 'eps' must be a number in (0, 1); got '2'" in r.output
+    assert not db.exists()
+    with pytest.raises(SweepError, match="settings given for 'gvt', which the sweep does not run"):
+        run_sweep(SMALL[:1], FRACS, ["density"], db=db, workers=1, settings={"gvt": {}})
+
+
 def test_bad_sweep_arguments(tmp_path):
     with pytest.raises(SweepError, match="no package given"):
         run_sweep([], FRACS, METHODS, db=tmp_path / "r.sqlite", workers=1)

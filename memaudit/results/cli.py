@@ -84,8 +84,9 @@ def _package_files(args) -> list[str]:
 @click.argument("packages", nargs=-1, required=True, type=click.Path())
 @click.option("--budget-frac", "budget_fracs", default="0.1,0.25,0.5", show_default=True, metavar="F1,F2,...",
               help="Budgets as fractions of the stream cost.")
-@click.option("--methods", default=None, metavar="M1,M2,...",
-              help="Methods scored against OPT. Default: those of 'memaudit compare'.")
+@click.option("--methods", default=None, metavar="M1,M2:key=value,...",
+              help="Methods scored against OPT, each optionally with settings (gvt-geometric:eps=0.05,"
+                   "floor=0.01; 'memaudit settings methods' lists them). Default: those of 'memaudit compare'.")
 @click.option("--db", type=click.Path(dir_okay=False), default=None, metavar="PATH", help=_DB_HELP)
 @click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
               help="1: run in this process without Dask; N: a local Dask cluster of N worker processes. "
@@ -112,19 +113,19 @@ def sweep(packages, budget_fracs, methods, db, workers, scheduler, backend, time
     back-end versions) are not run again.  Failed cells (a crashing back-end, a dead worker, a
     task time-out) are listed with their errors and never reported as optimal; exit code 3 then.
     """
-    from ..baselines import parse_methods
+    from ..baselines import parse_method_specs
     from ..clitools import parse_fractions
     from .api import frame, write_rows
     from .store import open_store
     from .sweep import DEFAULT_SWEEP_METHODS, run_sweep
 
-    names = parse_methods(methods) if methods else list(DEFAULT_SWEEP_METHODS)
+    names, settings = parse_method_specs(methods) if methods else (list(DEFAULT_SWEEP_METHODS), {})
     paths = _package_files(packages)
     store = open_store(db)
     try:
         rep = run_sweep(paths, parse_fractions(budget_fracs), names, db=store, workers=workers, scheduler=scheduler,
                         backend=backend, time_limit=time_limit, task_timeout=task_timeout, seed=seed,
-                        use_cache=not no_cache, progress=progress)
+                        use_cache=not no_cache, progress=progress, settings=settings)
         if out is not None:
             rows = store.get_many(rep.keys)
             write_rows(frame([rows[k] for k in rep.keys if k in rows]), out)

@@ -78,16 +78,20 @@ class SweepReport:
         return [c.key for c in self.cells]
 
 
-def _settings_for(method: str, seed: int) -> dict:
-    """The settings that key ``method``'s cells: the seed (for the methods that take one) over the declared
-    defaults, exactly as :func:`memaudit.baselines.score_methods` keys the rows its workers write."""
+def _settings_for(method: str, seed: int, given: dict | None = None) -> dict:
+    """The settings that key ``method``'s cells: ``given`` over the seed (for the methods that take one) over
+    the declared defaults, exactly as :func:`memaudit.baselines.score_methods` keys the rows its workers write."""
     from ..baselines import check_method_settings, method_settings
 
-    return check_method_settings([method], {method: method_settings(method, seed=seed)})[method]
+    return check_method_settings([method], {method: {**method_settings(method, seed=seed), **(given or {})}})[method]
 
 
-def plan_sweep(paths, budget_fracs, methods, *, backend="milp-highs", time_limit=None, seed: int = 0):
-    """The grid: ``(groups, cells)``; each group is one task's worth of cells for one (package, fraction)."""
+def plan_sweep(paths, budget_fracs, methods, *, backend="milp-highs", time_limit=None, seed: int = 0,
+               settings: dict | None = None):
+    """The grid: ``(groups, cells)``; each group is one task's worth of cells for one (package, fraction).
+
+    ``settings`` (``{method: {setting: value}}``) are checked against each method's declarations up
+    front, before any package is read."""
     from ..baselines import parse_methods
     from ..solve import method_time_limit, resolve_backend
 
@@ -98,6 +102,12 @@ def plan_sweep(paths, budget_fracs, methods, *, backend="milp-highs", time_limit
     if not fracs:
         raise SweepError("no budget fraction given: pass e.g. --budget-frac 0.1,0.25,0.5")
     names = parse_methods(methods)
+    settings = settings or {}
+    unknown = sorted(set(settings) - set(names))
+    if unknown:
+        raise SweepError(f"settings given for {', '.join(map(repr, unknown))}, which the sweep does not run; "
+                         f"methods: {', '.join(names)}")
+    method_keys = {m: _settings_for(m, seed, settings.get(m)) for m in names}
     backend = resolve_backend(backend)
     time_limit = method_time_limit(time_limit)
     groups, cells = [], []
@@ -117,7 +127,7 @@ def plan_sweep(paths, budget_fracs, methods, *, backend="milp-highs", time_limit
                      "solve": (skey, sident), "methods": []}
             cells.append(Cell(pkg.id, path, float(f), b, "OPT", skey))
             for m in names:
-                s = _settings_for(m, seed)
+                s = method_keys[m]
                 k, ident = score_key(sha, b, m, s)
                 group["methods"].append((m, s, k, ident))
                 cells.append(Cell(pkg.id, path, float(f), b, m, k))
@@ -160,7 +170,7 @@ def _client_for(workers, scheduler):
 def run_sweep(paths, budget_fracs, methods=None, *, db=None, workers: int | None = None, scheduler=None,
               client=None, backend="milp-highs", time_limit=None, task_timeout=None, seed: int = 0,
               use_cache: bool = True, progress: bool | None = None, on_result=None,
-              command: str | None = None) -> SweepReport:
+              command: str | None = None, settings: dict | None = None) -> SweepReport:
     """Run the grid; every cell ends in the store (a result, or an ``error`` row with its reason).
 
     Parameters
@@ -170,6 +180,9 @@ def run_sweep(paths, budget_fracs, methods=None, *, db=None, workers: int | None
     budget_fracs : sequence of float
     methods : sequence of str, optional
         Default :data:`DEFAULT_SWEEP_METHODS`.
+    settings : dict, optional
+        ``{method: {setting: value}}``, each checked against the method's declared settings
+        (``memaudit settings methods``); they key the method's cells with ``seed`` and the defaults.
     db : path or Store, optional
     workers : int, optional
         1 runs in this process without Dask; N > 1 starts a LocalCluster of N worker processes;
@@ -193,7 +206,8 @@ def run_sweep(paths, budget_fracs, methods=None, *, db=None, workers: int | None
         raise SweepError(f"--workers must be >= 1; got {workers}")
     if workers is not None and scheduler:
         raise SweepError("--workers and --scheduler are mutually exclusive: give one of them")
-    groups, cells = plan_sweep(paths, budget_fracs, methods, backend=backend, time_limit=time_limit, seed=seed)
+    groups, cells = plan_sweep(paths, budget_fracs, methods, backend=backend, time_limit=time_limit, seed=seed,
+                               settings=settings)
     command = command if command is not None else " ".join(["memaudit", *sys.argv[1:]])
     store = open_store(db)
     try:
