@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memaudit_solvers import Problem, Result
-from memaudit_solvers.objective import SATURATION_RTOL, coverage_sums, h_inf, h_values
+from memaudit_solvers.coverage import saturated_units
+from memaudit_solvers.objective import coverage_sums, h_inf, h_values
 
 from .package import candidate_costs
 
@@ -40,12 +41,10 @@ def store_rows(report: SolveReport, result: Result | None = None) -> list[dict]:
 def fully_covered(problem: Problem, chosen) -> np.ndarray:
     """Boolean mask over units: True where the store ``chosen`` covers the unit fully.
 
-    Unit r is fully covered when ``h_r(s_r) >= (1 - 1e-9) * h_r(inf)`` (see :func:`uncovered_units`).
+    Unit r is fully covered when ``h_r(s_r) >= (1 - 1e-9) * h_r(inf)`` (see :func:`uncovered_units`), or
+    when its h never flattens (:func:`memaudit_solvers.coverage.saturated_units` with ``unbounded``).
     """
-    sums = coverage_sums(problem, chosen)
-    h = h_values(problem, np.arange(problem.n_units), sums)
-    full = h_inf(problem)
-    return np.isinf(full) | (h >= (1 - SATURATION_RTOL) * full)
+    return saturated_units(problem, coverage_sums(problem, chosen), unbounded=True)
 
 
 def uncovered_units(report: SolveReport, result: Result | None = None) -> list[dict]:

@@ -10,7 +10,26 @@ from .objective import (SATURATION_RTOL, _envelope, as_indices, coverage_sums, h
                         rows_entries, sums_value, unit_values)
 from .problem import Problem
 
-__all__ = ["Coverage", "Coverages"]
+__all__ = ["Coverage", "Coverages", "saturated_units"]
+
+
+def saturated_units(problem: Problem, sums: np.ndarray, rtol: float = SATURATION_RTOL, *,
+                    unbounded: bool = False) -> np.ndarray:
+    """Boolean mask over units: ``h_r(s_r) >= (1 - rtol) * h_r(inf)``, the one saturation rule.
+
+    A unit whose h never flattens (``h_r(inf)`` infinite) is never saturated, or counts as such when
+    ``unbounded`` is True (a reader's "fully covered": nothing it could still gain is capped).
+
+    Examples
+    --------
+    >>> from memaudit_solvers.problem import Problem
+    >>> p = Problem.build([1, 1], [0, 1], [[1.0, 0.0], [0.0, 0.4]], [1.0, 1.0])
+    >>> saturated_units(p, np.array([1.0, 0.4])).tolist()
+    [True, False]
+    """
+    full = h_inf(problem)
+    h = h_values(problem, np.arange(problem.n_units), sums)
+    return np.where(np.isfinite(full), h >= (1 - rtol) * full, unbounded)
 
 
 def _shift(problem: Problem, sums: np.ndarray, u: int, sign: float) -> None:
@@ -111,9 +130,7 @@ class Coverage:
 
     def saturated(self, rtol: float = SATURATION_RTOL) -> np.ndarray:
         """Boolean mask over units: ``h_r(s_r) >= (1 - rtol) * h_r(inf)`` (never, where h never flattens)."""
-        full = h_inf(self.problem)
-        h = h_values(self.problem, np.arange(self.problem.n_units), self.sums)
-        return np.isfinite(full) & (h >= (1 - rtol) * full)
+        return saturated_units(self.problem, self.sums, rtol)
 
 
 class Coverages:
