@@ -9,8 +9,8 @@ import numpy as np
 
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
-from .model import (FEASIBILITY_TOL, RANDOM_SEED, _checked_store, _check_settings, _Model, _prepare, _unscaled_bound,
-                    _zero_gap)
+from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_hint, _checked_store, _check_settings, _hint_columns,
+                    _hint_stats, _Model, _prepare, _unscaled_bound, _zero_gap)
 from .scaling import _Grid
 from .versions import _dist_version, _unavailable
 
@@ -76,10 +76,11 @@ def _highs_lp(highspy, model: _Model, grid: _Grid | None):
     return lp
 
 
-def _solve_highs(highspy, lp, settings: dict, started: float, presolve: bool = True):
+def _solve_highs(highspy, lp, settings: dict, started: float, presolve: bool = True, start=None):
     """A fresh silent HiGHS run on ``lp``: returns (the Highs object, its run status).
 
-    The time limit counts from ``started``, so a second run gets only what is left.
+    The time limit counts from ``started``, so a second run gets only what is left.  ``start``
+    (column values, or None) is handed to HiGHS as a MIP start (``setSolution``).
     """
     h = _new_silent_highs(highspy)
     options = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, "threads": settings["threads"], "random_seed": RANDOM_SEED,
@@ -93,11 +94,17 @@ def _solve_highs(highspy, lp, settings: dict, started: float, presolve: bool = T
             raise SolverError(f"HiGHS rejected option {name} = {value!r}")
     if h.passModel(lp) == highspy.HighsStatus.kError:
         raise SolverError("HiGHS rejected the model (passModel returned kError)")
+    if start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = start.tolist()
+        sol.value_valid = True
+        if h.setSolution(sol) == highspy.HighsStatus.kError:
+            raise SolverError("HiGHS rejected the MIP start (setSolution returned kError)")
     return h, _run_highs(h, settings["threads"])
 
 
 def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None = None, threads: int = 1,
-               integral_y: bool = True) -> Result:
+               integral_y: bool = True, hint=None) -> Result:
     """Solve exactly with HiGHS (through highspy), proving optimality with a zero gap.
 
     Parameters
@@ -116,6 +123,11 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
         hands the solver the objective's grid: without it the bound can stall
         just above the optimum.  Data that do not scale keep ``y`` continuous;
         ``stats["integral_y"]`` and ``stats["y_scale"]`` say which form ran.
+    hint : array of int, optional
+        A feasible store (candidate indices) handed to HiGHS as a MIP start: HiGHS checks it in
+        its own model and starts from it as its first incumbent; its bound is its own.
+        ``stats["warm_start"]`` records its size and value.  Not a setting: the optimum and the
+        proof do not depend on it, only the time.
 
     Returns
     -------
@@ -145,6 +157,7 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
     """
     started = time.perf_counter()
     settings = _check_settings(budget, time_limit, threads, integral_y)
+    hint = _check_hint(problem, budget, hint)
     try:
         import highspy
     except ImportError as err:
@@ -155,13 +168,16 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
     if trivial is not None:
         return trivial
     lp = _highs_lp(highspy, model, grid)
+    start = _hint_columns(problem, model, grid, hint)
+    if hint is not None:
+        stats["warm_start"] = _hint_stats(problem, hint)
     t1 = time.perf_counter()
-    h, run_status = _solve_highs(highspy, lp, settings, started)
+    h, run_status = _solve_highs(highspy, lp, settings, started, start=start)
     if h.getModelStatus() in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
         # the empty store is feasible: HiGHS's presolve erred (seen on near-equal coefficients
         # such as 1/3 next to 0.333333); solve once more without it, in the time that is left
         stats["presolve_failed"] = h.modelStatusToString(h.getModelStatus())
-        h, run_status = _solve_highs(highspy, lp, settings, started, presolve=False)
+        h, run_status = _solve_highs(highspy, lp, settings, started, presolve=False, start=start)
     t2 = time.perf_counter()
     model_status = h.getModelStatus()
     info = h.getInfo()
