@@ -42,7 +42,7 @@ AUTO_ORDER = ("milp-highs", "milp-scip", "milp-cbc", "cpsat")
 #: the time box of one back-end in ``auto``: at least this many seconds ...
 TIME_BOX_FLOOR = 10.0
 #: ... and at least this many times the method's own time
-TIME_BOX_FACTOR = 2.0
+TIME_BOX_FACTOR = 5.0
 
 
 def default_time_box(method_seconds: float) -> float:
@@ -51,7 +51,7 @@ def default_time_box(method_seconds: float) -> float:
     Examples
     --------
     >>> default_time_box(0.2), default_time_box(30.0)
-    (10.0, 60.0)
+    (10.0, 150.0)
     """
     return max(TIME_BOX_FLOOR, TIME_BOX_FACTOR * float(method_seconds))
 

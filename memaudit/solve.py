@@ -294,7 +294,7 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
     time_box : float or None
         Seconds each back-end gets with ``auto`` (default
         :func:`memaudit.certification.default_time_box` of the method's time: the larger of 10 s and
-        twice the method's time).  When every attempt times out, the one that came closest runs
+        five times the method's time).  When every attempt times out, the one that came closest runs
         again with what is left of ``backend_time_limit``.  Ignored for an explicit back-end.
     warm_start : bool
         Give each back-end the method's store as a MIP start (default True): it checks the store

@@ -100,7 +100,7 @@ def test_an_explicit_backend_keeps_its_time_limit_and_does_not_fall_through(slow
 
 def test_auto_order_and_time_box_defaults():
     assert auto_order("bnb")[0] == "milp-highs" and "milp-highs" not in auto_order("milp-highs")
-    assert default_time_box(0.1) == 10.0 and default_time_box(20.0) == 40.0
+    assert default_time_box(0.1) == 10.0 and default_time_box(20.0) == 100.0
     assert backend_order("none", "bnb") is None and backend_order("scip,highs,scip", "bnb") == ["milp-scip",
                                                                                                 "milp-highs"]
     assert backend_key("auto", "bnb") == "auto" and backend_key("highs", "bnb") == "milp-highs"
@@ -182,3 +182,35 @@ def test_a_hinted_candidate_the_presolve_dropped_is_replaced_by_its_dominator():
     assert model.replaced.tolist() == [0] and model.replacement.tolist() == [2]
     r = BACKENDS["milp-highs"](p, 6.0, hint=[0])
     assert r.status == "optimal" and r.value == 2.0 and r.stats["warm_start"]["value"] == 2.0
+
+
+# -- the objective's grid: a bound less than one step above a store proves it ------------------
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("pieces", ["min1", "cap", "pwl"])
+def test_every_store_value_is_a_multiple_of_the_objective_step(seed, pieces):
+    from fractions import Fraction
+
+    from memaudit_solvers.exact import as_fraction
+    from memaudit_solvers.milp.scaling import objective_step
+    from memaudit_solvers.objective import evaluate
+
+    p = tiny_problem(seed, n_candidates=10, n_units=4, pieces=pieces)
+    budget = 0.5 * p.stream_cost()
+    step = objective_step(p, budget)
+    assert step is not None and step > 0
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        store = [int(rng.choice(np.flatnonzero(p.groups == g))) for g in range(p.n_groups) if rng.random() < 0.5]
+        k = Fraction(as_fraction(evaluate(p, store))) / step
+        assert abs(k - round(k)) < 1e-6, (store, k)
+
+
+def test_highs_with_continuous_y_proves_on_the_grid():
+    p = random_problem(300, 1, restate=0.8)
+    budget = 0.1 * p.stream_cost()
+    opt = branch_and_bound(p, budget).value
+    r = BACKENDS["milp-highs"](p, budget, integral_y=False)
+    assert r.status == "optimal" and r.value == pytest.approx(opt, rel=1e-12)
+    assert r.stats["integral_y"] is False and r.stats["grid_step"] == 0.5 and r.stats["gap_abs"] == 0.99 * 0.5
+    assert r.bound == r.value

@@ -11,7 +11,12 @@ from ..problem import Problem
 from ..result import Result, SolverError, make_result
 from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_hint, _checked_store, _check_settings, _hint_columns,
                     _hint_stats, _Model, _prepare, _unscaled_bound, _zero_gap)
-from .scaling import _Grid
+from .scaling import _Grid, objective_step
+
+#: with y continuous, HiGHS stops once its bound is within this fraction of one step of the objective's
+#: grid above its store (F is a multiple of the step, so the store is then optimal; the rest of the step
+#: is a margin for the float bound)
+GRID_GAP = 0.99
 from .versions import _dist_version, _unavailable
 
 _HIGHS_LOCK = threading.Lock()
@@ -76,14 +81,16 @@ def _highs_lp(highspy, model: _Model, grid: _Grid | None):
     return lp
 
 
-def _solve_highs(highspy, lp, settings: dict, started: float, presolve: bool = True, start=None):
+def _solve_highs(highspy, lp, settings: dict, started: float, presolve: bool = True, start=None,
+                 abs_gap: float = 0.0):
     """A fresh silent HiGHS run on ``lp``: returns (the Highs object, its run status).
 
     The time limit counts from ``started``, so a second run gets only what is left.  ``start``
-    (column values, or None) is handed to HiGHS as a MIP start (``setSolution``).
+    (column values, or None) is handed to HiGHS as a MIP start (``setSolution``); ``abs_gap`` is
+    ``mip_abs_gap`` (0, or just under one step of the objective's grid: see :func:`milp_highs`).
     """
     h = _new_silent_highs(highspy)
-    options = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, "threads": settings["threads"], "random_seed": RANDOM_SEED,
+    options = {"mip_rel_gap": 0.0, "mip_abs_gap": abs_gap, "threads": settings["threads"], "random_seed": RANDOM_SEED,
                "primal_feasibility_tolerance": FEASIBILITY_TOL, "mip_feasibility_tolerance": FEASIBILITY_TOL}
     if not presolve:
         options["presolve"] = "off"
@@ -137,7 +144,12 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
         (``mip_rel_gap = mip_abs_gap = 0``); ``timeout`` with the best store
         found (possibly empty) and ``mip_dual_bound`` when the time limit stops
         it.  ``stats`` records the back-end, its version, the gaps and the
-        reported ``mip_gap`` / ``mip_dual_bound``.
+        reported ``mip_gap`` / ``mip_dual_bound``.  When y is continuous (no integral
+        y: too many units or too fine a grid) but F still lies on a grid of step g
+        (:func:`~memaudit_solvers.milp.scaling.objective_step`), ``mip_abs_gap`` is
+        0.99 g and a store whose value is within that of HiGHS's own bound is
+        ``optimal``: no store is worth more than it and less than it plus g
+        (``stats["grid_step"]``, ``stats["gap_abs"]``; the message says so).
 
     Raises
     ------
@@ -168,16 +180,21 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
     if trivial is not None:
         return trivial
     lp = _highs_lp(highspy, model, grid)
+    step = objective_step(problem, budget) if grid is None else None
+    # F is a multiple of step: HiGHS may stop once its bound is less than one step above its store
+    abs_gap = 0.0 if step is None else GRID_GAP * float(step) * model.value_scale
+    if step is not None:
+        stats.update(grid_step=float(step), gap_abs=abs_gap / model.value_scale)
     start = _hint_columns(problem, model, grid, hint)
     if hint is not None:
         stats["warm_start"] = _hint_stats(problem, hint)
     t1 = time.perf_counter()
-    h, run_status = _solve_highs(highspy, lp, settings, started, start=start)
+    h, run_status = _solve_highs(highspy, lp, settings, started, start=start, abs_gap=abs_gap)
     if h.getModelStatus() in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
         # the empty store is feasible: HiGHS's presolve erred (seen on near-equal coefficients
         # such as 1/3 next to 0.333333); solve once more without it, in the time that is left
         stats["presolve_failed"] = h.modelStatusToString(h.getModelStatus())
-        h, run_status = _solve_highs(highspy, lp, settings, started, presolve=False, start=start)
+        h, run_status = _solve_highs(highspy, lp, settings, started, presolve=False, start=start, abs_gap=abs_gap)
     t2 = time.perf_counter()
     model_status = h.getModelStatus()
     info = h.getInfo()
@@ -194,11 +211,20 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
         x = np.asarray(h.getSolution().col_value, dtype=float)[:model.n_x]
         chosen = _checked_store(problem, budget, model.candidates[x > 0.5], "HiGHS")
     bound = _unscaled_bound(model, float(info.mip_dual_bound))
+    value, dual = float(info.objective_function_value), float(info.mip_dual_bound)
     if model_status == highspy.HighsModelStatus.kOptimal and has_solution:
-        if info.mip_gap == 0 or _zero_gap(float(info.objective_function_value), float(info.mip_dual_bound)):
+        if info.mip_gap == 0 or _zero_gap(value, dual):
             return make_result(problem, budget, method="milp-highs", settings=settings, chosen=chosen,
                                status="optimal", bound=bound, started=started, stats=stats,
                                message="HiGHS proved optimality with a zero gap")
+    if has_solution and step is not None and dual - value <= abs_gap:
+        # the bound is HiGHS's own; the grid turns it into a proof (the proven bound is then the value)
+        return make_result(problem, budget, method="milp-highs", settings=settings, chosen=chosen,
+                           status="optimal", bound=None, started=started, stats=stats,
+                           message=f"HiGHS's bound {bound:.12g} is less than one step of the objective's grid "
+                                   f"({float(step):g}) above its store's value: no store's F lies in between, "
+                                   "so the store is optimal")
+    if model_status == highspy.HighsModelStatus.kOptimal and has_solution:
         return make_result(problem, budget, method="milp-highs", settings=settings, chosen=chosen, status="feasible",
                            bound=bound, started=started, stats=stats,
                            message=f"HiGHS stopped as optimal with a nonzero gap {info.mip_gap:g}: not proven")

@@ -169,3 +169,33 @@ def _scale_for_cpsat(model: _Model) -> _Scaled:
         cost_scale, costs, budget_int = Fraction(1), np.zeros(model.n_x, dtype=np.int64), 0
     return _Scaled(grid=grid, costs=costs, budget=budget_int, objective=objective, cost_scale=cost_scale,
                    value_scale=value_scale)
+
+
+def objective_step(problem, budget: float) -> Fraction | None:
+    """The grid of F: a step ``g`` with F(X) a multiple of ``g`` for every store X, or None.
+
+    With ``y_scale * h_r`` an integer at every store (:func:`_grid`) and the weights short
+    decimals, ``F = sum_r (w_r / y_scale) Y_r`` is a multiple of ``gcd(numerators) / lcm(denominators)``
+    of the ``w_r / y_scale``.  So a bound below ``value + g`` proves a store of that value optimal:
+    no store's F lies strictly in between.  None when the data have no such grid.
+
+    Examples
+    --------
+    >>> from memaudit_solvers.problem import Problem
+    >>> p = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [0, 1], [0.5, 0.5]], [1.0, 2.0])
+    >>> objective_step(p, 4)
+    Fraction(1, 2)
+    """
+    from .model import _reduced_model
+
+    model = _reduced_model(problem, budget, fold_private=False)
+    if model.n_y == 0:
+        return None
+    try:
+        grid = _grid(model)
+        weights = model.weights / model.value_scale     # the problem's own weights, exactly
+        fw = _fractions(weights, lambda i, v: f"weight {v!r}", decimals=True)
+    except Declined:
+        return None
+    ratios = [f / grid.y_scale for f in fw.values()]
+    return Fraction(math.gcd(*(r.numerator for r in ratios)) or 1, _lcm_of_denominators(ratios))
