@@ -15,7 +15,7 @@ from ..problem import Problem
 from ..result import Result, SolverError, make_result
 from .model import (FEASIBILITY_TOL, _check_hint, _checked_store, _check_settings, _hint_columns, _hint_stats, _Model,
                     _prepare, _unscaled_bound)
-from .scaling import _Grid
+from .scaling import _Grid, _grid_gap, _grid_message
 from .versions import _unavailable, backend_versions
 
 #: CBC's end-of-run summary; the bound of a maximisation is its "Upper bound" line
@@ -129,12 +129,13 @@ def milp_cbc(problem: Problem, budget: float, /, *, time_limit: float | None = N
     start = _hint_columns(problem, model, grid, hint)
     if hint is not None:
         stats["warm_start"] = _hint_stats(problem, hint)
+    step, abs_gap = _grid_gap(problem, budget, model, grid, stats)   # F on a grid: stop one step short
     prob, xs, n_rows = _cbc_problem(pulp, model, grid, start)
     path = cbcbox.cbc_bin_path()
     t1 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="memaudit-cbc-") as tmp:
         log_path = os.path.join(tmp, "cbc.log")
-        solver = pulp.COIN_CMD(path=path, msg=False, gapRel=0, gapAbs=0, timeLimit=settings["time_limit"],
+        solver = pulp.COIN_CMD(path=path, msg=False, gapRel=0, gapAbs=abs_gap, timeLimit=settings["time_limit"],
                                threads=settings["threads"], logPath=log_path, warmStart=start is not None,
                                options=[f"primalTolerance {FEASIBILITY_TOL:g}", f"integerTolerance {FEASIBILITY_TOL:g}"])
         try:
@@ -162,6 +163,14 @@ def milp_cbc(problem: Problem, budget: float, /, *, time_limit: float | None = N
         return _checked_store(problem, budget, model.candidates[np.array([(v.varValue or 0.0) > 0.5 for v in xs],
                                                                           dtype=bool)], "CBC")
 
+    if step is not None and sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+        # CBC's Optimal means its bound is within gapAbs (under one grid step) of its store; a store
+        # stopped by the time limit counts only when the bound CBC logged shows it
+        chosen = chosen_now()
+        if sol_status == pulp.LpSolutionOptimal or log_bound - evaluate(problem, chosen) <= abs_gap / model.value_scale:
+            return make_result(problem, budget, method="milp-cbc", settings=settings, chosen=chosen,
+                               status="optimal", bound=None, started=started, stats=stats,
+                               message=_grid_message("CBC", log_bound, step))
     if sol_status == pulp.LpSolutionOptimal:
         return make_result(problem, budget, method="milp-cbc", settings=settings, chosen=chosen_now(),
                            status="optimal", bound=None, started=started, stats=stats,

@@ -11,12 +11,7 @@ from ..problem import Problem
 from ..result import Result, SolverError, make_result
 from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_hint, _checked_store, _check_settings, _hint_columns,
                     _hint_stats, _Model, _prepare, _unscaled_bound, _zero_gap)
-from .scaling import _Grid, objective_step
-
-#: with y continuous, HiGHS stops once its bound is within this fraction of one step of the objective's
-#: grid above its store (F is a multiple of the step, so the store is then optimal; the rest of the step
-#: is a margin for the float bound)
-GRID_GAP = 0.99
+from .scaling import _Grid, _grid_gap, _grid_message
 from .versions import _dist_version, _unavailable
 
 _HIGHS_LOCK = threading.Lock()
@@ -180,11 +175,8 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
     if trivial is not None:
         return trivial
     lp = _highs_lp(highspy, model, grid)
-    step = objective_step(problem, budget) if grid is None else None
     # F is a multiple of step: HiGHS may stop once its bound is less than one step above its store
-    abs_gap = 0.0 if step is None else GRID_GAP * float(step) * model.value_scale
-    if step is not None:
-        stats.update(grid_step=float(step), gap_abs=abs_gap / model.value_scale)
+    step, abs_gap = _grid_gap(problem, budget, model, grid, stats)
     start = _hint_columns(problem, model, grid, hint)
     if hint is not None:
         stats["warm_start"] = _hint_stats(problem, hint)
@@ -221,9 +213,7 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
         # the bound is HiGHS's own; the grid turns it into a proof (the proven bound is then the value)
         return make_result(problem, budget, method="milp-highs", settings=settings, chosen=chosen,
                            status="optimal", bound=None, started=started, stats=stats,
-                           message=f"HiGHS's bound {bound:.12g} is less than one step of the objective's grid "
-                                   f"({float(step):g}) above its store's value: no store's F lies in between, "
-                                   "so the store is optimal")
+                           message=_grid_message("HiGHS", bound, step))
     if model_status == highspy.HighsModelStatus.kOptimal and has_solution:
         return make_result(problem, budget, method="milp-highs", settings=settings, chosen=chosen, status="feasible",
                            bound=bound, started=started, stats=stats,

@@ -199,3 +199,26 @@ def objective_step(problem, budget: float) -> Fraction | None:
         return None
     ratios = [f / grid.y_scale for f in fw.values()]
     return Fraction(math.gcd(*(r.numerator for r in ratios)) or 1, _lcm_of_denominators(ratios))
+
+
+#: with y continuous, a back-end stops once its bound is within this fraction of one step of the objective's
+#: grid above its store (F is a multiple of the step, so the store is then optimal; the rest of the step
+#: is a margin for the float bound)
+GRID_GAP = 0.99
+
+
+def _grid_gap(problem, budget: float, model: _Model, grid: _Grid | None, stats: dict) -> tuple[Fraction | None, float]:
+    """``(step, abs_gap)``: the objective's grid step when y is continuous (None when y is integral or
+    F has no grid) and the absolute gap in the model's objective units a back-end may stop at
+    (``GRID_GAP`` of one step; 0 without a step).  Records ``grid_step`` and ``gap_abs`` in ``stats``."""
+    step = objective_step(problem, budget) if grid is None else None
+    if step is None:
+        return None, 0.0
+    abs_gap = GRID_GAP * float(step) * model.value_scale
+    stats.update(grid_step=float(step), gap_abs=GRID_GAP * float(step))
+    return step, abs_gap
+
+
+def _grid_message(backend: str, bound: float, step: Fraction) -> str:
+    return (f"{backend}'s bound {bound:.12g} is less than one step of the objective's grid ({float(step):g}) "
+            "above its store's value: no store's F lies in between, so the store is optimal")

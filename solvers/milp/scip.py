@@ -11,7 +11,7 @@ from ..problem import Problem
 from ..result import Result, SolverError, make_result
 from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_hint, _check_settings, _checked_store, _hint_columns,
                     _hint_stats, _Model, _prepare, _unscaled_bound, _zero_gap)
-from .scaling import _Grid
+from .scaling import _Grid, _grid_gap, _grid_message
 from .versions import _unavailable, backend_versions
 
 
@@ -46,7 +46,8 @@ def milp_scip(problem: Problem, budget: float, /, *, time_limit: float | None = 
 
     Same model as :func:`~memaudit_solvers.milp.milp_highs` (reduced, rescaled by powers of two,
     private units folded, integral y on a coarse grid), with ``limits/gap = limits/absgap = 0``
-    and feasibility tolerances of 1e-10.
+    and feasibility tolerances of 1e-10; with y continuous and F on a grid, ``limits/absgap`` is
+    0.99 of its step and a store within that of SCIP's bound is optimal, as for milp-highs.
 
     Parameters
     ----------
@@ -104,7 +105,8 @@ def milp_scip(problem: Problem, budget: float, /, *, time_limit: float | None = 
     m, columns = _scip_model(pyscipopt, model, grid)
     xs = columns[:model.n_x]
     m.setParam("limits/gap", 0.0)
-    m.setParam("limits/absgap", 0.0)
+    step, abs_gap = _grid_gap(problem, budget, model, grid, stats)   # F on a grid: stop one step short
+    m.setParam("limits/absgap", abs_gap)
     m.setParam("numerics/feastol", FEASIBILITY_TOL)
     m.setParam("randomization/randomseedshift", RANDOM_SEED)
     if model.n_x > _SYMMETRY_MAX_COLUMNS:
@@ -135,6 +137,9 @@ def milp_scip(problem: Problem, budget: float, /, *, time_limit: float | None = 
         x = np.array([m.getSolVal(sol, v) for v in xs], dtype=float)
         chosen = _checked_store(problem, budget, model.candidates[x > 0.5], "SCIP")
     bound = _unscaled_bound(model, dual)
+    if has_solution and step is not None and dual - primal <= abs_gap:
+        return make_result(problem, budget, method="milp-scip", settings=settings, chosen=chosen, status="optimal",
+                           bound=None, started=started, stats=stats, message=_grid_message("SCIP", bound, step))
     if status == "optimal" and has_solution:
         if _zero_gap(primal, dual):
             return make_result(problem, budget, method="milp-scip", settings=settings, chosen=chosen,
