@@ -357,7 +357,7 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
                                  or not time_box > 0 or math.isinf(time_box)):
         raise MethodError(f"solve: the time box must be a number of seconds > 0; got {time_box!r}")
     _warm_up()
-    if backend is not None:
+    if backend is not None and not auto:   # auto falls through past a missing or failing back-end
         _probe_backend(backend)
     compiled = compile_package(pkg)
     problem = compiled.problem
@@ -375,7 +375,8 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
     if auto:
         box = time_box if time_box is not None else default_time_box(result.wall_time)
         out = certify_store(problem, budget, result, order, time_box=box, time_limit=backend_time_limit,
-                            fall_through=_AUTO_FALL_THROUGH, retry=True, warm_start=warm_start, rtol=rtol, say=say)
+                            fall_through=_AUTO_FALL_THROUGH, retry=True, warm_start=warm_start, rtol=rtol, say=say,
+                            boxed=True)
     else:
         box = None
         # a back-end that fails on valid data is a solver failure: say so and try the next one

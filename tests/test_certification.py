@@ -215,3 +215,25 @@ def test_a_float_backend_with_continuous_y_proves_on_the_grid(name):
     assert r.status == "optimal" and r.value == pytest.approx(opt, rel=1e-12)
     assert r.stats["integral_y"] is False and r.stats["grid_step"] == 0.5 and r.stats["gap_abs"] == 0.99 * 0.5
     assert r.bound == r.value
+
+
+def test_a_backend_that_ignores_its_time_box_is_stopped_and_the_next_certifies(monkeypatch):
+    """A stand-in for a solver that does not check its time limit (HiGHS's presolve ran 168 s past a 150 s
+    limit at 30,000 experiences): the forked attempt is stopped after the box and the grace."""
+    import time as _time
+
+    import memaudit_solvers.registry as registry
+
+    def stalls(problem, budget, **settings):
+        _time.sleep(60)
+        raise AssertionError("not stopped")
+
+    monkeypatch.setitem(registry.METHODS, "milp-cbc", stalls)
+    pkg = load_package("packages_data/examples/quickstart.json")
+    started = _time.perf_counter()
+    report = solve_package(pkg, budget=30, backend="cbc,highs", time_box=0.5)
+    assert _time.perf_counter() - started < 20
+    assert report.certified and report.backend == "milp-highs"
+    first = report.attempts[0]
+    assert (first.backend, first.outcome) == ("milp-cbc", "overran") and 2.0 <= first.seconds < 10
+    assert "milp-cbc did not stop at its time limit of 0.5 s and was stopped 2 s later" in report.backend_failures[0]

@@ -97,7 +97,7 @@ def _print_solve(report) -> None:
          "of the budget)")
     times = [f"{r.method} {r.wall_time:.3g} s ({r.status})" for r in report.results]
     times[1:1] = [f"{a.backend} {a.seconds:.3g} s ({a.outcome})" for a in report.attempts
-                  if not a.counted and a.outcome in ("timeout", "not proven", "failed")]
+                  if not a.counted and a.outcome in ("timeout", "overran", "not proven", "failed")]
     if report.declined:
         times.append(f"{report.backend} declined")
     echo("times: " + ", ".join(times) + f"; start-up {report.startup_time:.3g} s (imports, compiling the package)")
