@@ -287,7 +287,7 @@ def certify_store(problem: Problem, budget: float, result: Result, backends: lis
         When the first back-end declines, stop there (the report says why) whatever ``fall_through`` says.
     retry : bool
         When every attempt timed out and ``time_limit`` is not spent: run the back-end whose
-        time-out left the smallest gap once more with the time that is left.
+        time-out left the smallest gap (else the first that overran) once more with the time left.
     warm_start : bool
         Hand the method's store to each back-end as a MIP start (``hint``).
     boxed : bool
@@ -360,8 +360,9 @@ def certify_store(problem: Problem, budget: float, result: Result, backends: lis
         if outcome == "proved" or outcome not in fall_through:
             return done(*last) if r is not None else Outcome(name, None, None, tuple(attempts))
     rest = left()
-    if retry and timed_out and (rest is None or rest > 1.0) and time_box is not None:
-        name = min(timed_out, key=lambda t: _gap(t[1]))[0]
+    overran = [a.backend for a in attempts if a.outcome == "overran"]
+    if retry and (timed_out or overran) and (rest is None or rest > 1.0) and time_box is not None:
+        name = min(timed_out, key=lambda t: _gap(t[1]))[0] if timed_out else overran[0]
         _, r, _ = attempt(name, rest, again=True)
         if r is not None:
             return done(name, r, len(attempts) - 1)

@@ -237,3 +237,28 @@ def test_a_backend_that_ignores_its_time_box_is_stopped_and_the_next_certifies(m
     first = report.attempts[0]
     assert (first.backend, first.outcome) == ("milp-cbc", "overran") and 2.0 <= first.seconds < 10
     assert "milp-cbc did not stop at its time limit of 0.5 s and was stopped 2 s later" in report.backend_failures[0]
+
+
+def test_when_every_box_times_out_the_closest_runs_again_with_the_time_left(monkeypatch):
+    """A stand-in for CBC that needs more than its 1 s box (it returns a time-out then) and the real CBC
+    when given 5 s or more: the retry with what is left of the 30 s certifies."""
+    import time as _time
+
+    import memaudit_solvers.registry as registry
+    from memaudit_solvers.milp import milp_cbc
+    from memaudit_solvers.result import make_result
+
+    def needs_five_seconds(problem, budget, *, time_limit=None, hint=None, **settings):
+        if time_limit is not None and time_limit < 5:
+            return make_result(problem, budget, method="milp-cbc", settings={}, chosen=[], status="timeout",
+                               bound=float("inf"), started=_time.perf_counter())
+        return milp_cbc(problem, budget, time_limit=time_limit, hint=hint, **settings)
+
+    monkeypatch.setitem(registry.METHODS, "milp-cbc", needs_five_seconds)
+    pkg = load_package("packages_data/examples/quickstart.json")
+    report = solve_package(pkg, budget=30, backend="cbc,cbc", time_box=1.0, backend_time_limit=30)
+    assert report.certified and report.backend == "milp-cbc"
+    first, again = report.attempts
+    assert (first.outcome, first.time_limit, first.counted, first.retry) == ("timeout", 1.0, False, False)
+    assert (again.outcome, again.counted, again.retry) == ("proved", True, True) and 25 < again.time_limit <= 30
+    assert report.backend_failures == (first.line(),) and "(time box 1 s)" in first.line()
