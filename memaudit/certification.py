@@ -2,7 +2,7 @@
 
 ``solve --backend auto`` (the default) tries the certifying back-ends of :func:`auto_order` one after
 another, each in a *time box* (:func:`default_time_box`: the larger of ``TIME_BOX_FLOOR`` seconds and
-``TIME_BOX_FACTOR`` times the method's own time), so that one back-end stalling on a package another
+``TIME_BOX_FACTOR`` times the method's own time, at most ``TIME_BOX_CAP``), so that one back-end stalling on a package another
 proves in seconds never holds the answer up: on a time-out, a decline, a failure or a missing install
 the next one runs.  Every attempt is recorded (:class:`Attempt`) and reported.  When every boxed attempt
 timed out and the overall back-end time limit is not spent, the back-end whose time-out left the
@@ -31,7 +31,7 @@ from .errors import MethodError
 
 __all__ = ["Attempt", "Outcome", "auto_order", "backend_order", "backend_key", "key_backends", "resolve_backend",
            "default_time_box", "certify_store", "declined_message", "BACKEND_ALIASES", "TIME_BOX_FLOOR",
-           "TIME_BOX_FACTOR", "AUTO_ORDER"]
+           "TIME_BOX_FACTOR", "TIME_BOX_CAP", "AUTO_ORDER"]
 
 #: short names accepted for the certifying back-ends (``none`` = do not certify)
 BACKEND_ALIASES = {"highs": "milp-highs", "cbc": "milp-cbc", "cpsat": "cpsat", "scip": "milp-scip", "none": None}
@@ -41,19 +41,22 @@ AUTO_ORDER = ("milp-highs", "milp-scip", "milp-cbc", "cpsat")
 
 #: the time box of one back-end in ``auto``: at least this many seconds ...
 TIME_BOX_FLOOR = 10.0
-#: ... and at least this many times the method's own time
+#: ... and at least this many times the method's own time ...
 TIME_BOX_FACTOR = 5.0
+#: ... but at most this many seconds (a method stopped by its own time limit says little about the back-end)
+TIME_BOX_CAP = 60.0
 
 
 def default_time_box(method_seconds: float) -> float:
-    """The time box of one back-end in ``auto``: ``max(TIME_BOX_FLOOR, TIME_BOX_FACTOR * method_seconds)``.
+    """The time box of one back-end in ``auto``:
+    ``min(TIME_BOX_CAP, max(TIME_BOX_FLOOR, TIME_BOX_FACTOR * method_seconds))``.
 
     Examples
     --------
-    >>> default_time_box(0.2), default_time_box(30.0)
-    (10.0, 150.0)
+    >>> default_time_box(0.2), default_time_box(4.0), default_time_box(60.0)
+    (10.0, 20.0, 60.0)
     """
-    return max(TIME_BOX_FLOOR, TIME_BOX_FACTOR * float(method_seconds))
+    return min(TIME_BOX_CAP, max(TIME_BOX_FLOOR, TIME_BOX_FACTOR * float(method_seconds)))
 
 
 def auto_order(method: str) -> list[str]:

@@ -294,7 +294,7 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
     time_box : float or None
         Seconds each back-end gets with ``auto`` (default
         :func:`memaudit.certification.default_time_box` of the method's time: the larger of 10 s and
-        five times the method's time).  When every attempt times out, the one that came closest runs
+        five times the method's time, at most 60 s).  When every attempt times out, the one that came closest runs
         again with what is left of ``backend_time_limit``.  Ignored for an explicit back-end.
     warm_start : bool
         Give each back-end the method's store as a MIP start (default True): it checks the store
@@ -317,7 +317,9 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
         Unknown method or back-end (the message lists the valid names), the back-end equals the
         method, or a bad time limit.
     BackendUnavailableError
-        The method or the back-end is not installed (checked before solving; says what to install).
+        The method or a named back-end is not installed (checked before solving; says what to
+        install).  ``auto`` leaves the back-ends that are not installed out of its order; in a list a
+        missing one is an ``unavailable`` attempt and the next one runs.
     BackendDeclinedError
         The *method* cannot state this package (a declining *back-end* is not an error: the
         report is then ``not certified`` and says why).

@@ -100,7 +100,7 @@ def test_an_explicit_backend_keeps_its_time_limit_and_does_not_fall_through(slow
 
 def test_auto_order_and_time_box_defaults():
     assert auto_order("bnb")[0] == "milp-highs" and "milp-highs" not in auto_order("milp-highs")
-    assert default_time_box(0.1) == 10.0 and default_time_box(20.0) == 100.0
+    assert default_time_box(0.1) == 10.0 and default_time_box(4.0) == 20.0 and default_time_box(60.0) == 60.0
     assert backend_order("none", "bnb") is None and backend_order("scip,highs,scip", "bnb") == ["milp-scip",
                                                                                                 "milp-highs"]
     assert backend_key("auto", "bnb") == "auto" and backend_key("highs", "bnb") == "milp-highs"

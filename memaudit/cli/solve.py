@@ -17,7 +17,7 @@ from ..errors import MemauditError
 from ..fileio import check_output
 from ..package import COST_MODEL_UNITS, load_package, resolve_budget, stream_cost
 from ..results.cli import cache_options, make_cache, say_reused
-from ..certification import AUTO_ORDER, TIME_BOX_FACTOR, TIME_BOX_FLOOR
+from ..certification import AUTO_ORDER, TIME_BOX_CAP, TIME_BOX_FACTOR, TIME_BOX_FLOOR
 from ..solve import BACKEND_ALIASES, store_rows, takes_time_limit, uncovered_units
 from .common import BACKEND_CHOICES, DEFAULT_BACKEND_TIME_LIMIT, DEFAULT_METHOD_TIME_LIMIT, FLAG_ALIASES, exit_with
 
@@ -136,7 +136,7 @@ def _method_outcome(result) -> str:
 @click.option("--backend-time-box", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
               help="With --backend auto or a list: seconds each back-end gets before the next one runs; when all time "
                    "out, the one that came closest runs again with the time left.  [default: the larger of "
-                   f"{TIME_BOX_FLOOR:g} s and {TIME_BOX_FACTOR:g} x the method's time]")
+                   f"{TIME_BOX_FLOOR:g} s and {TIME_BOX_FACTOR:g} x the method's time, at most {TIME_BOX_CAP:g} s]")
 @click.option("--warm-start/--no-warm-start", default=True, show_default=True,
               help="Give the certifying back-end the method's store as a MIP start (it checks that store in "
                    "its own model and proves its own bound; only its time changes).")
