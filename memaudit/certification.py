@@ -215,7 +215,7 @@ class _Overran(Exception):
 #: seconds a boxed back-end may run past its box before it is stopped: HiGHS's presolve ran 168 s past
 #: a 150 s limit at 30,000 experiences, SCIP's symmetry detection 145 s past 60 s at 10,000
 def _grace(box: float) -> float:
-    return max(2.0, 0.25 * box)
+    return max(5.0, 0.5 * box)
 
 
 def _child(conn, name, problem, budget, limit, hint) -> None:   # pragma: no cover - runs in the child

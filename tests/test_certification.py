@@ -232,11 +232,11 @@ def test_a_backend_that_ignores_its_time_box_is_stopped_and_the_next_certifies(m
     pkg = load_package("packages_data/examples/quickstart.json")
     started = _time.perf_counter()
     report = solve_package(pkg, budget=30, backend="cbc,highs", time_box=0.5)
-    assert _time.perf_counter() - started < 20
+    assert _time.perf_counter() - started < 30
     assert report.certified and report.backend == "milp-highs"
     first = report.attempts[0]
-    assert (first.backend, first.outcome) == ("milp-cbc", "overran") and 2.0 <= first.seconds < 10
-    assert "milp-cbc did not stop at its time limit of 0.5 s and was stopped 2 s later" in report.backend_failures[0]
+    assert (first.backend, first.outcome) == ("milp-cbc", "overran") and 5.0 <= first.seconds < 15
+    assert "milp-cbc did not stop at its time limit of 0.5 s and was stopped 5 s later" in report.backend_failures[0]
 
 
 def test_when_every_box_times_out_the_closest_runs_again_with_the_time_left(monkeypatch):
