@@ -108,6 +108,7 @@ def build_certificate(report: SolveReport, package_path, budget_frac: float | No
         "backend": report.backend,
         "results": [_result_entry(r, compiled) for r in report.results],
         "backends": backends,
+        "certification": report.certification_log(),
     })
     return jsonable(cert)
 

@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 from memaudit_solvers import BackendUnavailable, Declined, Problem, ProblemError, Result, SolverError
-from memaudit_solvers.certify import CERT_RTOL, Certification, compare_results, run_rescaled
+from memaudit_solvers.certify import CERT_RTOL, Certification, run_rescaled
 from memaudit_solvers.objective import is_feasible
 from memaudit_solvers.registry import (BACKENDS, PROGRESS_METHODS, TIME_LIMIT, check_settings, get_method, method_names,
                                        method_owner, method_settings, stamp_result)
 
+from .certification import (AUTO_ORDER, BACKEND_ALIASES, backend_order, certify_store, declined_message, default_time_box,
+                            resolve_backend)
 from .errors import MemauditError, MethodError
 from .package import CANDIDATE_KINDS, Compiled, Package, compile_package
 from .store_view import fully_covered, store_rows, uncovered_units  # noqa: F401  (re-exported)
@@ -20,12 +22,6 @@ from .store_view import fully_covered, store_rows, uncovered_units  # noqa: F401
 __all__ = ["SolveReport", "solve_package", "store_rows", "uncovered_units", "resolve_method",
            "resolve_backend", "BACKEND_ALIASES", "BackendUnavailableError", "BackendDeclinedError",
            "method_time_limit", "takes_time_limit", "run_solver", "declined_message", "checked_settings"]
-
-#: short names accepted for the certifying back-ends (``none`` = do not certify)
-BACKEND_ALIASES = {"highs": "milp-highs", "cbc": "milp-cbc", "cpsat": "cpsat", "scip": "milp-scip", "none": None}
-
-#: ``backend="auto"`` takes the first of these that differs from the method
-AUTO_BACKENDS = ("milp-highs", "milp-cbc", "cpsat")
 
 
 class BackendUnavailableError(MemauditError, ImportError):
@@ -42,10 +38,6 @@ def _warm_up() -> float:
     start = time.perf_counter()
     import scipy.optimize  # noqa: F401  (bnb's LP relaxation)
     return time.perf_counter() - start
-
-
-def _valid_backends() -> str:
-    return ", ".join(sorted(set(BACKEND_ALIASES) | set(BACKENDS)))
 
 
 def resolve_method(name: str) -> str:
@@ -71,33 +63,6 @@ def resolve_method(name: str) -> str:
     if sep and prefix == "kind" and kind not in CANDIDATE_KINDS:
         raise MethodError(f"unknown candidate kind {kind!r} in method {name!r}; kinds: {', '.join(CANDIDATE_KINDS)}")
     return full
-
-
-def resolve_backend(name: str | None, method: str | None = None) -> str | None:
-    """The certifying back-end for ``name``: a MILP method name, or None for ``none`` / None.
-
-    ``auto`` is the first of :data:`AUTO_BACKENDS` that differs from ``method``.
-
-    Examples
-    --------
-    >>> resolve_backend("highs"), resolve_backend("milp-cbc"), resolve_backend("none")
-    ('milp-highs', 'milp-cbc', None)
-    >>> resolve_backend("auto", "bnb"), resolve_backend("auto", "milp-highs")
-    ('milp-highs', 'milp-cbc')
-    >>> resolve_backend("gurobi")
-    Traceback (most recent call last):
-    ...
-    memaudit.errors.MethodError: unknown back-end 'gurobi'; valid back-ends: cbc, cpsat, highs, milp-cbc, milp-highs, milp-scip, none, scip, auto
-    """
-    if name is None:
-        return None
-    if name == "auto":
-        return next(b for b in AUTO_BACKENDS if b != method)
-    if isinstance(name, str) and name in BACKEND_ALIASES:
-        return BACKEND_ALIASES[name]
-    if isinstance(name, str) and name in BACKENDS:
-        return name
-    raise MethodError(f"unknown back-end {name!r}; valid back-ends: {_valid_backends()}, auto")
 
 
 def method_time_limit(time_limit, owner: str = "solve") -> float | None:
@@ -143,11 +108,6 @@ def checked_settings(name: str, settings: dict) -> dict:
         return check_settings(name, settings)
     except ValueError as exc:
         raise MethodError(str(exc)) from None
-
-
-def declined_message(name: str, exc: Exception) -> str:
-    others = ", ".join(n for n in sorted(BACKENDS) if n != name)
-    return f"{name} declined this package: {exc}; try another back-end ({others})"
 
 
 def run_solver(name: str, problem: Problem, budget: float, settings: dict, progress: Callable | None = None) -> Result:
@@ -203,9 +163,15 @@ class SolveReport:
     startup_time : float
         Seconds spent before any method ran (imports, compiling the package, probing the
         back-end); not part of any method's ``wall_time``.
-    backend_failures : tuple of str
-        Back-ends that failed on this package (a solver failure, not bad input), in the order
-        tried; the next certifying back-end then ran in their place.
+    attempts : tuple of Attempt
+        Every certifying back-end run, in order (:class:`memaudit.certification.Attempt`): which
+        timed out after how long, declined, failed or is not installed, and which one counted.
+    time_box : float or None
+        Seconds each back-end had in ``auto`` (None for an explicit back-end: its time limit).
+    auto : bool
+        The back-end was chosen by ``auto`` (the order of :data:`memaudit.certification.AUTO_ORDER`).
+    warm_start : bool
+        The back-ends were given the method's store as a MIP start.
     """
 
     package: Package
@@ -219,7 +185,32 @@ class SolveReport:
     declined: str = ""
     backend_note: str = ""
     startup_time: float = 0.0
-    backend_failures: tuple = ()
+    attempts: tuple = ()
+    time_box: float | None = None
+    auto: bool = False
+    warm_start: bool = False
+
+    @property
+    def backend_failures(self) -> tuple:
+        """One line per back-end attempt that did not count (timed out, declined, failed, not
+        installed), in the order tried; the next back-end then ran in its place."""
+        return tuple(a.line() for a in self.attempts if not a.counted and not (self.declined and a.detail == self.declined))
+
+    @property
+    def warm_started(self) -> dict | None:
+        """``{"from": method, "n_chosen", "value"}`` when the counted back-end started from the
+        method's store, else None."""
+        b = self.backend_result
+        if b is None or "warm_start" not in b.stats:
+            return None
+        return {"from": self.method, **b.stats["warm_start"]}
+
+    def certification_log(self) -> dict:
+        """How the store was certified, for ``--json`` and the certificate: the mode (``auto`` or
+        the named back-end), the time box, the warm start and every attempt."""
+        return {"mode": "auto" if self.auto else "explicit", "time_box": self.time_box,
+                "certified_by": self.backend_result.method if self.certified and self.backend_result else None,
+                "warm_start": self.warm_started, "attempts": [a.to_dict() for a in self.attempts]}
 
     @property
     def certified(self) -> bool:
@@ -277,7 +268,8 @@ class SolveReport:
 def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: str | None = "auto",
                   time_limit: float | None = None, backend_time_limit: float | None = None,
                   rtol: float = CERT_RTOL, progress: Callable[[str], None] | None = None,
-                  settings: dict | None = None) -> SolveReport:
+                  settings: dict | None = None, time_box: float | None = None,
+                  warm_start: bool = True) -> SolveReport:
     """Compile ``pkg``, solve it with ``method`` and, independently, with the certifying ``backend``.
 
     Parameters
@@ -288,13 +280,25 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
     method : str
         A registered method (default ``bnb``).
     backend : str or None
-        ``auto`` (default: ``milp-highs``, or ``milp-cbc`` when the method is ``milp-highs``),
-        ``milp-highs``, ``milp-cbc``, ``cpsat``, their short names ``highs`` / ``cbc``, or
-        None / ``none`` to skip certification.
+        ``auto`` (default): the back-ends of :func:`memaudit.certification.auto_order` in turn, each
+        in a time box, falling through to the next on a time-out, a decline, a failure or a missing
+        install (every attempt is in ``SolveReport.attempts``); or one back-end, ``milp-highs``,
+        ``milp-scip``, ``cpsat``, ``milp-cbc`` or a short name (``highs``, ``scip``, ``cbc``), run
+        with its time limit as given (falling through only past a solver failure); or None /
+        ``none`` to skip certification.
     time_limit : float or None
         Seconds, given to the method and to the back-end separately.
     backend_time_limit : float or None
-        Seconds for the back-end when it should differ from ``time_limit`` (default: the same).
+        Seconds for the back-end when it should differ from ``time_limit`` (default: the same);
+        with ``auto`` the time all attempts share.
+    time_box : float or None
+        Seconds each back-end gets with ``auto`` (default
+        :func:`memaudit.certification.default_time_box` of the method's time: the larger of 10 s and
+        five times the method's time, at most 60 s).  When every attempt times out, the one that came closest runs
+        again with what is left of ``backend_time_limit``.  Ignored for an explicit back-end.
+    warm_start : bool
+        Give each back-end the method's store as a MIP start (default True): it checks the store
+        in its own model and proves its own bound; only its time changes.
     progress : callable, optional
         Called with a short line ("solving with bnb...") before each long step, and with the
         search's own progress lines (elapsed, nodes, incumbent, bound, gap) from methods that
@@ -313,7 +317,9 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
         Unknown method or back-end (the message lists the valid names), the back-end equals the
         method, or a bad time limit.
     BackendUnavailableError
-        The method or the back-end is not installed (checked before solving; says what to install).
+        The method or a named back-end is not installed (checked before solving; says what to
+        install).  ``auto`` leaves the back-ends that are not installed out of its order; in a list a
+        missing one is an ``unavailable`` attempt and the next one runs.
     BackendDeclinedError
         The *method* cannot state this package (a declining *back-end* is not an error: the
         report is then ``not certified`` and says why).
@@ -334,10 +340,13 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
     """
     start = time.perf_counter()
     name = resolve_method(method)
-    auto = backend == "auto"
-    backend = resolve_backend(backend, name)
-    note = (f"certifying back-end {backend}: the method is {AUTO_BACKENDS[0]}"
-            if auto and backend != AUTO_BACKENDS[0] else "")
+    order = backend_order(backend, name)    # None for one named back-end
+    auto = order is not None
+    if auto and not order:
+        raise BackendUnavailableError("no certifying back-end is installed: pip install highspy")
+    backend = order[0] if order else resolve_backend(backend, name)
+    note = (f"certifying back-end {backend}: the method is {AUTO_ORDER[0]}"
+            if auto and backend != AUTO_ORDER[0] and name == AUTO_ORDER[0] else "")
     time_limit = method_time_limit(time_limit, method_owner(name))
     backend_time_limit = (time_limit if backend_time_limit is None
                           else method_time_limit(backend_time_limit, f"back-end {backend!r}"))
@@ -346,9 +355,11 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
                           "choose another --backend or --backend none")
     say = progress or (lambda line: None)
     settings = {**checked_settings(name, dict(settings or {})), **_settings(name, time_limit)}
-    backend_settings = _settings(backend, backend_time_limit) if backend is not None else {}
+    if time_box is not None and (isinstance(time_box, bool) or not isinstance(time_box, (int, float))
+                                 or not time_box > 0 or math.isinf(time_box)):
+        raise MethodError(f"solve: the time box must be a number of seconds > 0; got {time_box!r}")
     _warm_up()
-    if backend is not None:
+    if backend is not None and not auto:   # auto falls through past a missing or failing back-end
         _probe_backend(backend)
     compiled = compile_package(pkg)
     problem = compiled.problem
@@ -363,32 +374,22 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
         raise BackendDeclinedError(declined_message(name, exc)) from exc
     if backend is None:
         return SolveReport(pkg, compiled, float(budget), name, result, **common)
-    # a back-end that fails on valid data is a solver failure: say so and try the next one
-    failures: list[str] = []
-    for candidate in [backend] + [b for b in sorted(BACKENDS) if b not in (backend, name)]:
-        say(f"certifying with {candidate}...")
-        try:
-            backend_result = _run_backend(candidate, problem, budget, backend_settings if candidate == backend
-                                          else _settings(candidate, backend_time_limit))
-        except Declined as exc:
-            if candidate != backend:
-                failures.append(declined_message(candidate, exc))
-                continue
-            return SolveReport(pkg, compiled, float(budget), name, result, backend,
-                               declined=declined_message(backend, exc), **common)
-        except BackendUnavailable as exc:
-            failures.append(f"{candidate} is not installed ({exc})")
-            continue
-        except SolverError as exc:
-            failures.append(f"{candidate} failed on this package (a solver failure, not bad input): {exc}")
-            continue
-        cert = compare_results(problem, budget, result, backend_result, rtol=rtol)
-        return SolveReport(pkg, compiled, float(budget), name, result, candidate, backend_result, cert,
-                           backend_failures=tuple(failures), **common)
-    return SolveReport(pkg, compiled, float(budget), name, result, backend, backend_failures=tuple(failures),
-                       **common)
+    if auto:
+        box = time_box if time_box is not None else default_time_box(result.wall_time)
+        out = certify_store(problem, budget, result, order, time_box=box, time_limit=backend_time_limit,
+                            fall_through=_AUTO_FALL_THROUGH, retry=True, warm_start=warm_start, rtol=rtol, say=say,
+                            boxed=True)
+    else:
+        box = None
+        # a back-end that fails on valid data is a solver failure: say so and try the next one
+        out = certify_store(problem, budget, result, [backend] + [b for b in sorted(BACKENDS) if b not in (backend, name)],
+                            time_box=backend_time_limit, time_limit=None, fall_through=_EXPLICIT_FALL_THROUGH,
+                            first_decline_final=True, warm_start=warm_start, rtol=rtol, say=say)
+    return SolveReport(pkg, compiled, float(budget), name, result, out.backend, out.backend_result, out.certification,
+                       declined=out.declined, attempts=out.attempts, time_box=box, auto=auto,
+                       warm_start=warm_start, **common)
 
 
-def _run_backend(name: str, problem: Problem, budget: float, settings: dict) -> Result:
-    """Run a certifying back-end; its SolverError and a missing install propagate as they are."""
-    return stamp_result(name, run_rescaled(get_method(name), problem, budget, **settings), settings)
+#: ``auto`` falls through on every outcome but a proof; an explicit back-end only past a failure
+_AUTO_FALL_THROUGH = frozenset({"timeout", "not proven", "declined", "failed", "unavailable"})
+_EXPLICIT_FALL_THROUGH = frozenset({"declined", "failed", "unavailable"})

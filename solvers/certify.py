@@ -117,13 +117,19 @@ def run_rescaled(fn, problem: Problem, budget: float, /, **settings) -> Result:
 
 
 def certify(problem: Problem, budget: float, /, *, method: str = "bnb", backend="milp-highs",
-            time_limit: float | None = None, rtol: float = CERT_RTOL) -> Certification:
+            time_limit: float | None = None, rtol: float = CERT_RTOL, warm_start: bool = True) -> Certification:
     """Solve with ``method`` and with an independent back-end, then :func:`compare_results`.
 
     ``backend`` is one name (its ``Declined`` or ``SolverError`` propagates) or a sequence
-    of names tried in order: a back-end that declines the data or fails
-    (:class:`~memaudit_solvers.result.Declined`, :class:`~memaudit_solvers.result.SolverError`) is recorded in
-    ``Certification.attempts`` and the next one runs.  Every method runs through :func:`run_rescaled`.
+    of names tried in order: a back-end that declines the data, fails
+    (:class:`~memaudit_solvers.result.Declined`, :class:`~memaudit_solvers.result.SolverError`) or
+    stops at ``time_limit`` without a proof is recorded in ``Certification.attempts`` and the next
+    one runs (after the last, its time-out is the answer).  Every method runs through
+    :func:`run_rescaled`.
+
+    With ``warm_start`` (default) each MILP back-end is given the method's store as a MIP start
+    (``hint``): it checks that store in its own model and starts from it, but its bound is its own
+    and nothing the method proved reaches it, so the two proofs stay independent.
 
     Examples
     --------
@@ -134,7 +140,10 @@ def certify(problem: Problem, budget: float, /, *, method: str = "bnb", backend=
     (True, 2.5)
     >>> certify(p, 4, backend=("cpsat", "brute")).results[1].method
     'cpsat'
+    >>> certify(p, 4).results[1].stats["warm_start"]
+    {'n_chosen': 2, 'value': 2.5}
     """
+    from .milp import BACKENDS
     from .registry import EXACT_METHODS, get_method
 
     backends = [backend] if isinstance(backend, str) else list(backend)
@@ -147,18 +156,23 @@ def certify(problem: Problem, budget: float, /, *, method: str = "bnb", backend=
         raise ValueError("certification needs two different methods; got the same one twice")
     kwargs = {} if time_limit is None else {"time_limit": time_limit}
 
-    def run(name):
-        return run_rescaled(get_method(name), problem, budget, **(kwargs if name != "brute" else {}))
+    def run(name, hint=None):
+        extra = {"hint": hint} if hint is not None and name in BACKENDS else {}
+        return run_rescaled(get_method(name), problem, budget, **(kwargs if name != "brute" else {}), **extra)
 
     a = run(method)
+    hint = a.chosen if warm_start else None
     attempts = []
-    for name in backends:
+    for i, name in enumerate(backends):
         try:
-            b = run(name)
+            b = run(name, hint)
         except (Declined, SolverError) as exc:
             if isinstance(backend, str):
                 raise           # one back-end asked for: its refusal is the answer
             attempts.append(f"{name} {'declined' if isinstance(exc, Declined) else 'failed'}: {exc}")
+            continue
+        if b.status == "timeout" and i + 1 < len(backends):
+            attempts.append(f"{name} timed out after {b.wall_time:.3g} s (bound {b.bound:.10g})")
             continue
         return dataclasses.replace(compare_results(problem, budget, a, b, rtol=rtol), attempts=attempts)
     return Certification(certified=False, value=a.value, results=(a,), rtol=rtol,

@@ -186,8 +186,11 @@ def test_thirds_package_is_solved_by_every_float_backend():
     with pytest.raises(SolverError, match=r"CBC returned a store that is not feasible on the exact numbers .*"
                                           r"a back-end failure, not bad input"):
         milp_cbc(THIRDS, 3.333333)
-    c = certify(THIRDS, 3.333333, backend=("milp-cbc", "cpsat"))
+    c = certify(THIRDS, 3.333333, backend=("milp-cbc", "cpsat"), warm_start=False)
     assert c.certified and c.value == pytest.approx(opt, rel=1e-12) and c.attempts[0].startswith("milp-cbc failed")
+    # started from bnb's store, CBC keeps that feasible store as its answer and proves it optimal
+    c = certify(THIRDS, 3.333333, backend=("milp-cbc", "cpsat"))
+    assert c.certified and c.attempts == [] and c.results[1].method == "milp-cbc"
 
 
 def test_certify_falls_through_a_backend_that_fails(monkeypatch):
@@ -226,8 +229,11 @@ def test_solve_package_reports_a_failed_backend_and_certifies_with_the_next(monk
     path = tmp_path / "thirds.json"
     path.write_text(json.dumps(doc))
     pkg = load_package(path)
-    report = solve.solve_package(pkg, budget=3.333333, backend="cbc")
+    report = solve.solve_package(pkg, budget=3.333333, backend="cbc", warm_start=False)
     assert report.certified and report.backend == "cpsat" and "milp-cbc failed" in report.backend_failures[0]
+    report = solve.solve_package(pkg, budget=3.333333, backend="cbc")     # from bnb's store CBC stays feasible
+    assert report.certified and report.backend == "milp-cbc" and report.backend_failures == ()
+    assert report.warm_started == {"from": "bnb", "n_chosen": len(report.result.chosen), "value": report.value}
     real = solve.get_method
 
     def failing(name):
@@ -237,7 +243,8 @@ def test_solve_package_reports_a_failed_backend_and_certifies_with_the_next(monk
             return broken
         return real(name)
 
-    monkeypatch.setattr(solve, "get_method", failing)
+    import memaudit.certification as certification
+    monkeypatch.setattr(certification, "get_method", failing)
     monkeypatch.setattr(solve, "_probe_backend", lambda name: None)
     report = solve.solve_package(pkg, budget=3.333333, backend="highs")
     assert report.certified and report.backend == "cpsat"

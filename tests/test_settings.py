@@ -312,7 +312,7 @@ def test_flag_of_a_declared_setting_reaches_the_method(setting, name, tmp_path):
 # -- the declarations and the functions agree ------------------------------------------
 
 #: keyword parameters a method takes that are not user settings (given by the caller, not the user)
-_NOT_SETTINGS = {"progress", "deadline", "kind"}
+_NOT_SETTINGS = {"progress", "deadline", "kind", "hint"}   # hint: a MIP start (data, not a setting)
 #: keywords a method leaves undeclared on purpose, with the registered name that sets them
 _REGISTERED_APART = {"gvt-geometric": {"upgrade"}}  # upgrade=True is registered as gvt-upgrade
 

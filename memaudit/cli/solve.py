@@ -17,6 +17,7 @@ from ..errors import MemauditError
 from ..fileio import check_output
 from ..package import COST_MODEL_UNITS, load_package, resolve_budget, stream_cost
 from ..results.cli import cache_options, make_cache, say_reused
+from ..certification import AUTO_ORDER, TIME_BOX_CAP, TIME_BOX_FACTOR, TIME_BOX_FLOOR
 from ..solve import BACKEND_ALIASES, store_rows, takes_time_limit, uncovered_units
 from .common import BACKEND_CHOICES, DEFAULT_BACKEND_TIME_LIMIT, DEFAULT_METHOD_TIME_LIMIT, FLAG_ALIASES, exit_with
 
@@ -60,6 +61,10 @@ def _print_solve(report) -> None:
         echo(f"certified by {names} (values agree within {report.certification.rtol:g})")
         for note in report.backend_failures:
             echo(f"  - first tried: {note}")
+        warm = report.warm_started
+        if warm is not None:
+            echo(f"  - {report.backend} was warm-started from {warm['from']}'s store ({plural(warm['n_chosen'], 'candidate')}, "
+                 f"F = {num(warm['value'])}): it checked that store in its own model and proved its own bound")
     else:
         echo("not certified:")
         for reason in report.reasons:
@@ -91,6 +96,8 @@ def _print_solve(report) -> None:
     echo(f"cost {num(shown.cost)} / budget {num(report.budget)} {unit} ({pct(shown.cost, report.budget)} "
          "of the budget)")
     times = [f"{r.method} {r.wall_time:.3g} s ({r.status})" for r in report.results]
+    times[1:1] = [f"{a.backend} {a.seconds:.3g} s ({a.outcome})" for a in report.attempts
+                  if not a.counted and a.outcome in ("timeout", "overran", "not proven", "failed")]
     if report.declined:
         times.append(f"{report.backend} declined")
     echo("times: " + ", ".join(times) + f"; start-up {report.startup_time:.3g} s (imports, compiling the package)")
@@ -113,22 +120,34 @@ def _method_outcome(result) -> str:
               help="Method that chooses the store, optionally with its settings (e.g. bnb:node_lp=false): "
                    + method_names() + ".")
 @click.option("--backend", default="auto", show_default=True, metavar=BACKEND_CHOICES,
-              help="Independent MILP back-end that certifies the optimum; 'auto' is highs, or cbc when "
-                   "the method is milp-highs; 'none' skips certification.")
+              help="Independent MILP back-end that certifies the optimum.  'auto' tries "
+                   + ", ".join(AUTO_ORDER) + " in turn (without the method itself), each in a time box "
+                   "(--backend-time-box), and falls through to the next on a time-out, decline, failure or "
+                   "missing install; the report says which timed out after how long and which certified.  "
+                   "A comma-separated list (e.g. scip,highs) is tried the same way in that order.  A named "
+                   "back-end runs alone with its time limit as given; 'none' skips certification.")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
               help="Time limit of the method in seconds (for methods that take one).  "
                    f"[default: {DEFAULT_METHOD_TIME_LIMIT:g}]")
 @click.option("--backend-time-limit", type=click.FloatRange(min=0, min_open=True), default=None,
-              metavar="SECONDS", help="Time limit of the certifying back-end in seconds.  [default: "
+              metavar="SECONDS", help="Time limit of the certifying back-end in seconds (with 'auto': the time "
+                                      "all its attempts share).  [default: "
                                       f"the --time-limit when given, else {DEFAULT_BACKEND_TIME_LIMIT:g}]")
+@click.option("--backend-time-box", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="With --backend auto or a list: seconds each back-end gets before the next one runs; when all time "
+                   "out, the one that came closest runs again with the time left.  [default: the larger of "
+                   f"{TIME_BOX_FLOOR:g} s and {TIME_BOX_FACTOR:g} x the method's time, at most {TIME_BOX_CAP:g} s]")
+@click.option("--warm-start/--no-warm-start", default=True, show_default=True,
+              help="Give the certifying back-end the method's store as a MIP start (it checks that store in "
+                   "its own model and proves its own bound; only its time changes).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the certificate plus the store).")
 @click.option("-o", "--output", type=click.Path(), default=None, metavar="CERTIFICATE.json",
               help="Write the certificate (memaudit-certificate/1) to this file.")
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines on stderr even when it is not a terminal.")
 @setting_flags(SETTINGS, skip=("time_limit",), aliases=FLAG_ALIASES)
 @cache_options
-def solve(package, budget, budget_frac, method, backend, time_limit, backend_time_limit, as_json, output,
-          verbose, setting_flags, db, no_cache):
+def solve(package, budget, budget_frac, method, backend, time_limit, backend_time_limit, backend_time_box,
+          warm_start, as_json, output, verbose, setting_flags, db, no_cache):
     """Solve PACKAGE exactly and certify the optimum with an independent back-end.
 
     The budget is the package's own unless --budget or --budget-frac is given.  When the
@@ -158,7 +177,8 @@ def solve(package, budget, budget_frac, method, backend, time_limit, backend_tim
     cache = make_cache(db, no_cache, package)
     report = cache.solve_package(pkg, budget=b, method=method, backend=backend, time_limit=time_limit,
                                  backend_time_limit=backend_time_limit, progress=progress_printer(verbose),
-                                 budget_frac=budget_frac, settings=settings)
+                                 budget_frac=budget_frac, settings=settings, time_box=backend_time_box,
+                                 warm_start=warm_start)
     say_reused(cache, quiet=as_json and not verbose)
     cert = build_certificate(report, package, budget_frac=budget_frac)
     if output is not None:

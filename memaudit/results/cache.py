@@ -23,7 +23,8 @@ from memaudit_solvers.result import Result, relative_gap
 from .. import __version__
 from ..errors import MemauditError
 from ..package import Package, compile_package, package_to_dict, stream_cost
-from ..solve import SolveReport, method_time_limit, resolve_backend, resolve_method, solve_package
+from ..certification import backend_key, key_backends
+from ..solve import SolveReport, method_time_limit, resolve_method, solve_package
 from .store import code_version, open_store, row_key
 
 __all__ = ["cached_solve", "ResultsCache", "MemoryStore", "package_digest", "versions_of", "solve_key", "score_key",
@@ -78,7 +79,7 @@ def solve_key(sha: str, budget: float, method: str, backend, settings: dict) -> 
     """``(key, identity)`` of a solve: the identity columns every row under that key carries."""
     ident = dict(kind="solve", package_sha256=sha, budget=float(budget), method=method, backend=backend,
                  settings=settings, memaudit_version=__version__, code_version=code_version(),
-                 backend_versions=versions_of(method, *([backend] if backend else [])))
+                 backend_versions=versions_of(method, *key_backends(backend, method)))
     return row_key(**ident), ident
 
 
@@ -166,12 +167,14 @@ def report_from_row(pkg: Package, row: dict, *, compiled=None, rtol: float = CER
         if results[0].status != "optimal" or len(results) != 1:
             return None
         return SolveReport(pkg, compiled, budget, method, results[0])
-    if len(results) != 2 or results[1].method != backend:
+    # "auto" or a list certifies with whichever back-end of its order answered first
+    if len(results) != 2 or results[1].method not in key_backends(backend, method):
         return None
     cert = compare_results(compiled.problem, budget, results[0], results[1], rtol=rtol)
     if not cert.certified:
         return None
-    return SolveReport(pkg, compiled, budget, method, results[0], backend, results[1], cert)
+    return SolveReport(pkg, compiled, budget, method, results[0], results[1].method, results[1], cert,
+                       auto="," in backend or backend == "auto")
 
 
 class MemoryStore:
@@ -234,19 +237,25 @@ class ResultsCache:
 
     def solve_package(self, pkg: Package, *, budget: float, method: str = "bnb", backend="milp-highs",
                       time_limit=None, backend_time_limit=None, rtol: float = CERT_RTOL, progress=None,
-                      budget_frac=None, settings=None) -> SolveReport:
+                      budget_frac=None, settings=None, time_box=None, warm_start: bool = True) -> SolveReport:
         """:func:`memaudit.solve.solve_package`, through the store (same arguments, same report)."""
         report, _ = self.solve(pkg, budget=budget, method=method, backend=backend, time_limit=time_limit,
                                backend_time_limit=backend_time_limit, rtol=rtol, progress=progress,
-                               budget_frac=budget_frac, settings=settings)
+                               budget_frac=budget_frac, settings=settings, time_box=time_box,
+                               warm_start=warm_start)
         return report
 
     def solve(self, pkg: Package, *, budget: float, method: str = "bnb", backend="milp-highs", time_limit=None,
               backend_time_limit=None, rtol: float = CERT_RTOL, progress=None,
-              budget_frac=None, settings=None) -> tuple[SolveReport, bool]:
-        """``(report, reused)``: the stored certified solve when one checks out, else a fresh one (stored)."""
+              budget_frac=None, settings=None, time_box=None, warm_start: bool = True) -> tuple[SolveReport, bool]:
+        """``(report, reused)``: the stored certified solve when one checks out, else a fresh one (stored).
+
+        The key names the back-end as requested: ``auto`` (whichever of its order certified) is
+        another key than a named back-end.  Neither the time box nor the warm start is in it: only
+        certified rows are reused, and what they certify does not depend on either.
+        """
         name = resolve_method(method)
-        requested, backend = backend, resolve_backend(backend, name)   # "auto" keeps its note in solve_package
+        requested, backend = backend, backend_key(backend, name)
         time_limit = method_time_limit(time_limit)
         backend_time_limit = time_limit if backend_time_limit is None else method_time_limit(backend_time_limit)
         method_settings = dict(settings or {})
@@ -267,7 +276,7 @@ class ResultsCache:
                 return report, True
         report = solve_package(pkg, budget=budget, method=name, backend=requested, time_limit=time_limit,
                                backend_time_limit=backend_time_limit, rtol=rtol, progress=progress,
-                               settings=method_settings)
+                               settings=method_settings, time_box=time_box, warm_start=warm_start)
         row = solve_row(report, key, ident, package_path=self.package_path, budget_frac=budget_frac,
                         extra={"command": self.command})
         if self.family:

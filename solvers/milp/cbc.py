@@ -13,8 +13,9 @@ import numpy as np
 from ..objective import evaluate
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
-from .model import FEASIBILITY_TOL, _checked_store, _check_settings, _Model, _prepare, _unscaled_bound
-from .scaling import _Grid
+from .model import (FEASIBILITY_TOL, _check_hint, _checked_store, _check_settings, _hint_columns, _hint_stats, _Model,
+                    _prepare, _unscaled_bound)
+from .scaling import _Grid, _grid_gap, _grid_message
 from .versions import _unavailable, backend_versions
 
 #: CBC's end-of-run summary; the bound of a maximisation is its "Upper bound" line
@@ -32,8 +33,11 @@ def _cbc_log_bound(log: str) -> float:
     return bound if math.isfinite(bound) else math.inf
 
 
-def _cbc_problem(pulp, model: _Model, grid: _Grid | None = None):
-    """The PuLP model: returns (problem, x variables in column order, number of rows)."""
+def _cbc_problem(pulp, model: _Model, grid: _Grid | None = None, start=None):
+    """The PuLP model: returns (problem, x variables in column order, number of rows).
+
+    ``start`` (column values, or None) becomes the variables' initial values, for CBC's warm start.
+    """
     prob = pulp.LpProblem("memaudit", pulp.LpMaximize)
     x = prob.add_variable_dicts("x", model.candidates.tolist(), 0, 1, pulp.LpBinary)
     y = prob.add_variable_dicts("y", model.units.tolist(), 0, None,
@@ -45,6 +49,9 @@ def _cbc_problem(pulp, model: _Model, grid: _Grid | None = None):
         if math.isfinite(ub):
             var.upBound = ub
     columns = xs + ys
+    if start is not None:
+        for var, v in zip(columns, start.tolist()):
+            var.setInitialValue(v)
     a, upper = model.matrix(grid)
     indptr, indices, data = a.indptr.tolist(), a.indices.tolist(), a.data.tolist()
     le = pulp.LpConstraintLE
@@ -57,7 +64,7 @@ def _cbc_problem(pulp, model: _Model, grid: _Grid | None = None):
 
 
 def milp_cbc(problem: Problem, budget: float, /, *, time_limit: float | None = None, threads: int = 1,
-             integral_y: bool = True) -> Result:
+             integral_y: bool = True, hint=None) -> Result:
     """Solve exactly with CBC through PuLP (``pulp.COIN_CMD`` on the cbcbox binary).
 
     Parameters
@@ -76,6 +83,10 @@ def milp_cbc(problem: Problem, budget: float, /, *, time_limit: float | None = N
         hands the solver the objective's grid: without it the bound can stall
         just above the optimum.  Data that do not scale keep ``y`` continuous;
         ``stats["integral_y"]`` and ``stats["y_scale"]`` say which form ran.
+    hint : array of int, optional
+        A feasible store (candidate indices) handed to CBC as a warm start (PuLP's
+        ``warmStart``: a MIP start file): CBC checks it in its own model; its bound is its own.
+        ``stats["warm_start"]`` records its size and value.
 
     Returns
     -------
@@ -104,6 +115,7 @@ def milp_cbc(problem: Problem, budget: float, /, *, time_limit: float | None = N
     """
     started = time.perf_counter()
     settings = _check_settings(budget, time_limit, threads, integral_y)
+    hint = _check_hint(problem, budget, hint)
     try:
         import cbcbox
         import pulp
@@ -114,13 +126,17 @@ def milp_cbc(problem: Problem, budget: float, /, *, time_limit: float | None = N
                                            backend_versions()["milp-cbc"], settings, started)
     if trivial is not None:
         return trivial
-    prob, xs, n_rows = _cbc_problem(pulp, model, grid)
+    start = _hint_columns(problem, model, grid, hint)
+    if hint is not None:
+        stats["warm_start"] = _hint_stats(problem, hint)
+    step, abs_gap = _grid_gap(problem, budget, model, grid, stats)   # F on a grid: stop one step short
+    prob, xs, n_rows = _cbc_problem(pulp, model, grid, start)
     path = cbcbox.cbc_bin_path()
     t1 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="memaudit-cbc-") as tmp:
         log_path = os.path.join(tmp, "cbc.log")
-        solver = pulp.COIN_CMD(path=path, msg=False, gapRel=0, gapAbs=0, timeLimit=settings["time_limit"],
-                               threads=settings["threads"], logPath=log_path,
+        solver = pulp.COIN_CMD(path=path, msg=False, gapRel=0, gapAbs=abs_gap, timeLimit=settings["time_limit"],
+                               threads=settings["threads"], logPath=log_path, warmStart=start is not None,
                                options=[f"primalTolerance {FEASIBILITY_TOL:g}", f"integerTolerance {FEASIBILITY_TOL:g}"])
         try:
             prob.solve(solver)
@@ -147,6 +163,14 @@ def milp_cbc(problem: Problem, budget: float, /, *, time_limit: float | None = N
         return _checked_store(problem, budget, model.candidates[np.array([(v.varValue or 0.0) > 0.5 for v in xs],
                                                                           dtype=bool)], "CBC")
 
+    if step is not None and sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+        # CBC's Optimal means its bound is within gapAbs (under one grid step) of its store; a store
+        # stopped by the time limit counts only when the bound CBC logged shows it
+        chosen = chosen_now()
+        if sol_status == pulp.LpSolutionOptimal or log_bound - evaluate(problem, chosen) <= abs_gap / model.value_scale:
+            return make_result(problem, budget, method="milp-cbc", settings=settings, chosen=chosen,
+                               status="optimal", bound=None, started=started, stats=stats,
+                               message=_grid_message("CBC", log_bound, step))
     if sol_status == pulp.LpSolutionOptimal:
         return make_result(problem, budget, method="milp-cbc", settings=settings, chosen=chosen_now(),
                            status="optimal", bound=None, started=started, stats=stats,

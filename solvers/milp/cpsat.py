@@ -10,7 +10,7 @@ import numpy as np
 
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
-from .model import RANDOM_SEED, _check_settings, _reduced_model, _trivial
+from .model import RANDOM_SEED, _check_hint, _check_settings, _hint_columns, _hint_stats, _reduced_model, _trivial
 from .scaling import _scale_for_cpsat
 from .versions import _unavailable, backend_versions
 
@@ -19,7 +19,8 @@ def _plain(f: Fraction):
     return int(f) if f.denominator == 1 else str(f)
 
 
-def cpsat(problem: Problem, budget: float, /, *, time_limit: float | None = None, threads: int = 1) -> Result:
+def cpsat(problem: Problem, budget: float, /, *, time_limit: float | None = None, threads: int = 1,
+          hint=None) -> Result:
     """Solve exactly with OR-Tools CP-SAT on the model scaled exactly to integers.
 
     Every coverage value, h piece and weight that enters the model (and every
@@ -39,6 +40,10 @@ def cpsat(problem: Problem, budget: float, /, *, time_limit: float | None = None
         ``max_time_in_seconds``; ``None`` means no limit.
     threads : int, optional
         ``num_workers`` (default 1).
+    hint : array of int, optional
+        A feasible store (candidate indices) given to CP-SAT as a solution hint (``add_hint`` on
+        every variable): CP-SAT checks it in its own model; its bound is its own.
+        ``stats["warm_start"]`` records its size and value.
 
     Returns
     -------
@@ -68,6 +73,7 @@ def cpsat(problem: Problem, budget: float, /, *, time_limit: float | None = None
     """
     started = time.perf_counter()
     settings = _check_settings(budget, time_limit, threads)
+    hint = _check_hint(problem, budget, hint)
     try:
         from ortools.sat.python import cp_model
     except ImportError as err:
@@ -100,6 +106,11 @@ def cpsat(problem: Problem, budget: float, /, *, time_limit: float | None = None
         expr = lin.weighted_sum([ys[r]] + [xs[j] for j in idx[s:e]], [1] + [-c for c in coefs[s:e]])
         m.add(expr <= rhs).with_name(names[i])
     m.maximize(lin.weighted_sum(ys, scaled.objective.tolist()))
+    start = _hint_columns(problem, model, grid, hint)
+    if start is not None:
+        for var, v in zip(xs + ys, start.tolist()):
+            m.add_hint(var, int(round(v)))
+        stats["warm_start"] = _hint_stats(problem, hint)
 
     solver = cp_model.CpSolver()
     params = solver.parameters

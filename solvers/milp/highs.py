@@ -9,9 +9,9 @@ import numpy as np
 
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
-from .model import (FEASIBILITY_TOL, RANDOM_SEED, _checked_store, _check_settings, _Model, _prepare, _unscaled_bound,
-                    _zero_gap)
-from .scaling import _Grid
+from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_hint, _checked_store, _check_settings, _hint_columns,
+                    _hint_stats, _Model, _prepare, _unscaled_bound, _zero_gap)
+from .scaling import _Grid, _grid_gap, _grid_message
 from .versions import _dist_version, _unavailable
 
 _HIGHS_LOCK = threading.Lock()
@@ -76,13 +76,16 @@ def _highs_lp(highspy, model: _Model, grid: _Grid | None):
     return lp
 
 
-def _solve_highs(highspy, lp, settings: dict, started: float, presolve: bool = True):
+def _solve_highs(highspy, lp, settings: dict, started: float, presolve: bool = True, start=None,
+                 abs_gap: float = 0.0):
     """A fresh silent HiGHS run on ``lp``: returns (the Highs object, its run status).
 
-    The time limit counts from ``started``, so a second run gets only what is left.
+    The time limit counts from ``started``, so a second run gets only what is left.  ``start``
+    (column values, or None) is handed to HiGHS as a MIP start (``setSolution``); ``abs_gap`` is
+    ``mip_abs_gap`` (0, or just under one step of the objective's grid: see :func:`milp_highs`).
     """
     h = _new_silent_highs(highspy)
-    options = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, "threads": settings["threads"], "random_seed": RANDOM_SEED,
+    options = {"mip_rel_gap": 0.0, "mip_abs_gap": abs_gap, "threads": settings["threads"], "random_seed": RANDOM_SEED,
                "primal_feasibility_tolerance": FEASIBILITY_TOL, "mip_feasibility_tolerance": FEASIBILITY_TOL}
     if not presolve:
         options["presolve"] = "off"
@@ -93,11 +96,17 @@ def _solve_highs(highspy, lp, settings: dict, started: float, presolve: bool = T
             raise SolverError(f"HiGHS rejected option {name} = {value!r}")
     if h.passModel(lp) == highspy.HighsStatus.kError:
         raise SolverError("HiGHS rejected the model (passModel returned kError)")
+    if start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = start.tolist()
+        sol.value_valid = True
+        if h.setSolution(sol) == highspy.HighsStatus.kError:
+            raise SolverError("HiGHS rejected the MIP start (setSolution returned kError)")
     return h, _run_highs(h, settings["threads"])
 
 
 def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None = None, threads: int = 1,
-               integral_y: bool = True) -> Result:
+               integral_y: bool = True, hint=None) -> Result:
     """Solve exactly with HiGHS (through highspy), proving optimality with a zero gap.
 
     Parameters
@@ -116,6 +125,11 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
         hands the solver the objective's grid: without it the bound can stall
         just above the optimum.  Data that do not scale keep ``y`` continuous;
         ``stats["integral_y"]`` and ``stats["y_scale"]`` say which form ran.
+    hint : array of int, optional
+        A feasible store (candidate indices) handed to HiGHS as a MIP start: HiGHS checks it in
+        its own model and starts from it as its first incumbent; its bound is its own.
+        ``stats["warm_start"]`` records its size and value.  Not a setting: the optimum and the
+        proof do not depend on it, only the time.
 
     Returns
     -------
@@ -125,7 +139,12 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
         (``mip_rel_gap = mip_abs_gap = 0``); ``timeout`` with the best store
         found (possibly empty) and ``mip_dual_bound`` when the time limit stops
         it.  ``stats`` records the back-end, its version, the gaps and the
-        reported ``mip_gap`` / ``mip_dual_bound``.
+        reported ``mip_gap`` / ``mip_dual_bound``.  When y is continuous (no integral
+        y: too many units or too fine a grid) but F still lies on a grid of step g
+        (:func:`~memaudit_solvers.milp.scaling.objective_step`), ``mip_abs_gap`` is
+        0.99 g and a store whose value is within that of HiGHS's own bound is
+        ``optimal``: no store is worth more than it and less than it plus g
+        (``stats["grid_step"]``, ``stats["gap_abs"]``; the message says so).
 
     Raises
     ------
@@ -145,6 +164,7 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
     """
     started = time.perf_counter()
     settings = _check_settings(budget, time_limit, threads, integral_y)
+    hint = _check_hint(problem, budget, hint)
     try:
         import highspy
     except ImportError as err:
@@ -155,13 +175,18 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
     if trivial is not None:
         return trivial
     lp = _highs_lp(highspy, model, grid)
+    # F is a multiple of step: HiGHS may stop once its bound is less than one step above its store
+    step, abs_gap = _grid_gap(problem, budget, model, grid, stats)
+    start = _hint_columns(problem, model, grid, hint)
+    if hint is not None:
+        stats["warm_start"] = _hint_stats(problem, hint)
     t1 = time.perf_counter()
-    h, run_status = _solve_highs(highspy, lp, settings, started)
+    h, run_status = _solve_highs(highspy, lp, settings, started, start=start, abs_gap=abs_gap)
     if h.getModelStatus() in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
         # the empty store is feasible: HiGHS's presolve erred (seen on near-equal coefficients
         # such as 1/3 next to 0.333333); solve once more without it, in the time that is left
         stats["presolve_failed"] = h.modelStatusToString(h.getModelStatus())
-        h, run_status = _solve_highs(highspy, lp, settings, started, presolve=False)
+        h, run_status = _solve_highs(highspy, lp, settings, started, presolve=False, start=start, abs_gap=abs_gap)
     t2 = time.perf_counter()
     model_status = h.getModelStatus()
     info = h.getInfo()
@@ -178,11 +203,18 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
         x = np.asarray(h.getSolution().col_value, dtype=float)[:model.n_x]
         chosen = _checked_store(problem, budget, model.candidates[x > 0.5], "HiGHS")
     bound = _unscaled_bound(model, float(info.mip_dual_bound))
+    value, dual = float(info.objective_function_value), float(info.mip_dual_bound)
     if model_status == highspy.HighsModelStatus.kOptimal and has_solution:
-        if info.mip_gap == 0 or _zero_gap(float(info.objective_function_value), float(info.mip_dual_bound)):
+        if info.mip_gap == 0 or _zero_gap(value, dual):
             return make_result(problem, budget, method="milp-highs", settings=settings, chosen=chosen,
                                status="optimal", bound=bound, started=started, stats=stats,
                                message="HiGHS proved optimality with a zero gap")
+    if has_solution and step is not None and dual - value <= abs_gap:
+        # the bound is HiGHS's own; the grid turns it into a proof (the proven bound is then the value)
+        return make_result(problem, budget, method="milp-highs", settings=settings, chosen=chosen,
+                           status="optimal", bound=None, started=started, stats=stats,
+                           message=_grid_message("HiGHS", bound, step))
+    if model_status == highspy.HighsModelStatus.kOptimal and has_solution:
         return make_result(problem, budget, method="milp-highs", settings=settings, chosen=chosen, status="feasible",
                            bound=bound, started=started, stats=stats,
                            message=f"HiGHS stopped as optimal with a nonzero gap {info.mip_gap:g}: not proven")

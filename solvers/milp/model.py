@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -12,8 +12,9 @@ import scipy.sparse as sp
 
 from ..exact import MAX_MAGNITUDE_RATIO, power_of_two
 from ..problem import Problem
-from ..objective import h_inf, h_values, infeasibility
+from ..objective import evaluate, h_inf, h_values, infeasibility
 from ..result import Declined, Result, SolverError, check_budget, make_result
+from .presolve import group_dominance
 
 if TYPE_CHECKING:  # the grid is built from a model, in scaling.py
     from .scaling import _Grid
@@ -64,8 +65,10 @@ class _Model:
     ``y[r] - slope_k * sum_u a[u, r] x[u] <= intercept_k`` for each sloped piece
     (``r``, ``k`` and ``g`` are the problem's own indices).  Flat pieces become
     the upper bound of ``y[r]``; pieces that never bind and duplicates are
-    dropped, as are candidates over the budget or covering nothing of value and
-    units no kept candidate covers.
+    dropped, as are candidates over the budget or covering nothing of value,
+    candidates dominated inside their group (another costs no more and covers at
+    least as much: :func:`memaudit_solvers.milp.presolve.group_dominance`, which keeps
+    OPT) and units no kept candidate covers.
 
     Costs and budget, and weights, are multiplied by powers of two that bring the
     budget and the largest kept weight into [1, 2) (:func:`memaudit_solvers.exact.power_of_two`):
@@ -92,6 +95,8 @@ class _Model:
     cost_scale: float = 1.0       # power of two: the model's costs and budget are the problem's times it
     value_scale: float = 1.0      # power of two: the model's objective is F times it
     decimal_unit: float = 1.0     # power of two: the model's costs / it are the package's own numbers
+    replaced: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))     # (k,) dominated, dropped
+    replacement: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # (k,) a kept dominator of each
 
     @property
     def n_x(self) -> int:
@@ -165,9 +170,15 @@ def _reduced_model(problem: Problem, budget: float, fold_private: bool = True) -
     units = np.flatnonzero(covered & (y_upper_all > 0))
     sub = sp.csr_array(cov_fits[:, units])
     sub.eliminate_zeros()
-    useful = np.diff(sub.indptr) > 0
+    useful = np.flatnonzero(np.diff(sub.indptr) > 0)
     candidates = fits[useful]
-    a = sp.csr_array(sub[np.flatnonzero(useful)])
+    a = sp.csr_array(sub[useful])
+    # our own presolve: a candidate dominated inside its group can go (see presolve.group_dominance)
+    removed, kept_by = group_dominance(problem.costs[candidates], problem.groups[candidates], a)
+    replaced, replacement = candidates[removed], candidates[kept_by]
+    if removed.size:
+        stay = np.setdiff1d(np.arange(candidates.size), removed)
+        candidates, a = candidates[stay], sp.csr_array(a[stay])
     cover = sp.csr_array(a.T)
     cover.sort_indices()
     x_values = np.zeros(candidates.size)
@@ -215,7 +226,8 @@ def _reduced_model(problem: Problem, budget: float, fold_private: bool = True) -
                   y_upper=y_upper, cover=cover, piece_units=pu, piece_ids=pk, piece_slopes=ps,
                   piece_intercepts=pb, group_ids=group_ids, group_rows=group_rows, budget=float(budget) * cost_scale,
                   budget_row=bool(infeasibility(problem, _group_max_store(problem, candidates), budget)),
-                  cost_scale=cost_scale, value_scale=value_scale, decimal_unit=cost_scale * problem.cost_unit)
+                  cost_scale=cost_scale, value_scale=value_scale, decimal_unit=cost_scale * problem.cost_unit,
+                  replaced=replaced, replacement=replacement)
 
 
 def _group_max_store(problem: Problem, candidates: np.ndarray) -> np.ndarray:
@@ -290,6 +302,57 @@ def _prepare(problem: Problem, budget: float, method: str, backend: str, version
     stats.update(integral_y=grid is not None, y_scale=None if grid is None else grid.y_scale)
     _check_faithful(model, method)
     return None, model, grid, stats
+
+
+def _hint_columns(problem: Problem, model: _Model, grid: _Grid | None, hint) -> np.ndarray | None:
+    """The model's column values (x then y) at the store ``hint``, for a back-end's MIP start; None
+    without a hint.
+
+    ``hint`` is a store of the problem (candidate indices, checked feasible by the caller).  A
+    candidate dominated inside its group is replaced by its kept dominator (same group, cost no
+    higher, coverage no lower: still a feasible store, worth no less); the others the reduced
+    model dropped cover nothing of value and are left out; each ``y[r]`` is
+    set to the least of its cover rows and its upper bound, ``h_r`` at the store's coverage (on the
+    grid when there is one), so the columns satisfy every row.  The back-end checks them in its
+    own model and only uses them as a first incumbent: its bound is its own.
+    """
+    if hint is None:
+        return None
+    store = np.asarray(hint, dtype=np.int64).reshape(-1)
+    # a hinted candidate our presolve dropped is replaced by the kept candidate that dominates it
+    swap = np.isin(model.replaced, store)
+    store = np.concatenate([store, model.replacement[swap]])
+    x = np.isin(model.candidates, store).astype(float)
+    a, upper = model.matrix(grid)
+    _, col_upper = model.columns(grid)
+    n_p = model.piece_units.shape[0]
+    # a cover row reads y[r] + (x part) <= rhs: y[r] is at most rhs - (x part) at this x
+    rows = sp.csr_array(a[a.shape[0] - n_p:])
+    room = upper[upper.shape[0] - n_p:] - rows[:, :model.n_x] @ x
+    y = col_upper[model.n_x:].copy()
+    np.minimum.at(y, model.piece_units, room)
+    return np.concatenate([x, np.maximum(y, 0.0)])
+
+
+def _hint_stats(problem: Problem, hint: np.ndarray) -> dict:
+    """What ``stats["warm_start"]`` records of a hint: its size and its value F."""
+    return {"n_chosen": int(hint.size), "value": float(evaluate(problem, hint))}
+
+
+def _check_hint(problem: Problem, budget: float, hint) -> np.ndarray | None:
+    """``hint`` as sorted candidate indices, or None; a ValueError when it is not a feasible store."""
+    if hint is None:
+        return None
+    try:
+        store = np.unique(np.asarray(hint, dtype=np.int64).reshape(-1))
+    except (TypeError, ValueError):
+        raise ValueError(f"The 'hint' must be a store (candidate indices). Got {hint!r} instead.") from None
+    if store.size and (store.min() < 0 or store.max() >= problem.n_candidates):
+        raise ValueError(f"The 'hint' has a candidate index outside [0, {problem.n_candidates}).")
+    why = infeasibility(problem, store, budget)
+    if why:
+        raise ValueError(f"The 'hint' must be a feasible store: {why}")
+    return store
 
 
 def _zero_gap(value: float, bound: float) -> bool:

@@ -169,3 +169,56 @@ def _scale_for_cpsat(model: _Model) -> _Scaled:
         cost_scale, costs, budget_int = Fraction(1), np.zeros(model.n_x, dtype=np.int64), 0
     return _Scaled(grid=grid, costs=costs, budget=budget_int, objective=objective, cost_scale=cost_scale,
                    value_scale=value_scale)
+
+
+def objective_step(problem, budget: float) -> Fraction | None:
+    """The grid of F: a step ``g`` with F(X) a multiple of ``g`` for every store X, or None.
+
+    With ``y_scale * h_r`` an integer at every store (:func:`_grid`) and the weights short
+    decimals, ``F = sum_r (w_r / y_scale) Y_r`` is a multiple of ``gcd(numerators) / lcm(denominators)``
+    of the ``w_r / y_scale``.  So a bound below ``value + g`` proves a store of that value optimal:
+    no store's F lies strictly in between.  None when the data have no such grid.
+
+    Examples
+    --------
+    >>> from memaudit_solvers.problem import Problem
+    >>> p = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [0, 1], [0.5, 0.5]], [1.0, 2.0])
+    >>> objective_step(p, 4)
+    Fraction(1, 2)
+    """
+    from .model import _reduced_model
+
+    model = _reduced_model(problem, budget, fold_private=False)
+    if model.n_y == 0:
+        return None
+    try:
+        grid = _grid(model)
+        weights = model.weights / model.value_scale     # the problem's own weights, exactly
+        fw = _fractions(weights, lambda i, v: f"weight {v!r}", decimals=True)
+    except Declined:
+        return None
+    ratios = [f / grid.y_scale for f in fw.values()]
+    return Fraction(math.gcd(*(r.numerator for r in ratios)) or 1, _lcm_of_denominators(ratios))
+
+
+#: with y continuous, a back-end stops once its bound is within this fraction of one step of the objective's
+#: grid above its store (F is a multiple of the step, so the store is then optimal; the rest of the step
+#: is a margin for the float bound)
+GRID_GAP = 0.99
+
+
+def _grid_gap(problem, budget: float, model: _Model, grid: _Grid | None, stats: dict) -> tuple[Fraction | None, float]:
+    """``(step, abs_gap)``: the objective's grid step when y is continuous (None when y is integral or
+    F has no grid) and the absolute gap in the model's objective units a back-end may stop at
+    (``GRID_GAP`` of one step; 0 without a step).  Records ``grid_step`` and ``gap_abs`` in ``stats``."""
+    step = objective_step(problem, budget) if grid is None else None
+    if step is None:
+        return None, 0.0
+    abs_gap = GRID_GAP * float(step) * model.value_scale
+    stats.update(grid_step=float(step), gap_abs=GRID_GAP * float(step))
+    return step, abs_gap
+
+
+def _grid_message(backend: str, bound: float, step: Fraction) -> str:
+    return (f"{backend}'s bound {bound:.12g} is less than one step of the objective's grid ({float(step):g}) "
+            "above its store's value: no store's F lies in between, so the store is optimal")
