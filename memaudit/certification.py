@@ -232,11 +232,12 @@ def _child(conn, name, problem, budget, limit, hint) -> None:   # pragma: no cov
 
 def _run_boxed(name: str, problem: Problem, budget: float, limit: float, hint) -> Result:
     """:func:`_run` in a forked child that is stopped when it overruns ``limit`` by more than the grace
-    (some back-ends do not check their time limit in every step); in-process where fork is missing."""
+    (some back-ends do not check their time limit in every step); in-process where fork is missing or
+    this process is itself a daemon (a multiprocessing pool or Dask worker may not start children)."""
     import multiprocessing
 
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return _run(name, problem, budget, limit, hint)
+    if "fork" not in multiprocessing.get_all_start_methods() or multiprocessing.current_process().daemon:
+        return _run(name, problem, budget, limit, hint)   # a daemonic process (a pool worker) may not have children
     ctx = multiprocessing.get_context("fork")
     receive, send = ctx.Pipe(duplex=False)
     child = ctx.Process(target=_child, args=(send, name, problem, budget, limit, hint), daemon=True)

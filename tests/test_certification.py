@@ -262,3 +262,25 @@ def test_when_every_box_times_out_the_closest_runs_again_with_the_time_left(monk
     assert (first.outcome, first.time_limit, first.counted, first.retry) == ("timeout", 1.0, False, False)
     assert (again.outcome, again.counted, again.retry) == ("proved", True, True) and 25 < again.time_limit <= 30
     assert report.backend_failures == (first.line(),) and "(time box 1 s)" in first.line()
+
+
+def _solve_in_daemon(conn):   # pragma: no cover - runs in the child
+    from memaudit.package import load_package
+    from memaudit.solve import solve_package
+
+    report = solve_package(load_package("packages_data/examples/quickstart.json"), budget=30)
+    conn.send((report.status, report.value))
+
+
+def test_auto_certifies_inside_a_daemonic_process():
+    """A pool or Dask worker is daemonic and may not start children: the boxed attempt runs in-process there."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_solve_in_daemon, args=(send,), daemon=True)
+    child.start()
+    assert receive.poll(120), "the daemonic solve did not answer"
+    status, value = receive.recv()
+    child.join()
+    assert status == "certified" and value > 0
