@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..objective import h_values
 from ..problem import Problem
 
-__all__ = ["Frontier", "component_frontier", "group_order", "open_width", "saturation", "TREE_LIMIT"]
+__all__ = ["Frontier", "component_frontier", "frontiers", "group_order", "group_orders", "open_width", "saturation",
+           "TREE_LIMIT"]
 
 #: default largest number of (state, frontier entry) pairs one component's programme may create
 TREE_LIMIT = 300_000
@@ -112,29 +112,58 @@ def group_order(g_units: Mapping[int, Sequence[int]]) -> list[int]:
     >>> group_order({0: [1], 3: [1, 2], 7: [2]}) in ([0, 3, 7], [7, 3, 0])
     True
     """
+    return group_orders([g_units], [True])[0]
+
+
+def group_orders(comps: Sequence[Mapping[int, Sequence[int]]], trees: Sequence[bool]) -> list[list[int]]:
+    """:func:`group_order` of each component (a map group -> its units), with one reverse
+    Cuthill-McKee run over all of them (it orders each connected part on its own); networkx's
+    decomposition is tried only where ``trees[c]``."""
     import scipy.sparse as sp
     from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-    groups = sorted(g_units)
-    if len(groups) <= 2:
-        return groups
-    units = sorted({r for rs in g_units.values() for r in rs})
-    node = {("g", g): i for i, g in enumerate(groups)}
-    node.update({("r", r): len(groups) + i for i, r in enumerate(units)})
-    gi = [node["g", g] for g in groups for _ in g_units[g]]
-    ri = [node["r", r] for g in groups for r in g_units[g]]
-    n = len(node)
+    gi: list[int] = []
+    ri: list[int] = []
+    first: list[int] = []
+    n = 0
+    for g_units in comps:
+        groups = sorted(g_units)
+        units = sorted({r for rs in g_units.values() for r in rs})
+        node = {r: n + len(groups) + k for k, r in enumerate(units)}
+        for k, g in enumerate(groups):
+            gi.extend([n + k] * len(g_units[g]))
+            ri.extend(node[r] for r in g_units[g])
+        first.append(n)
+        n += len(groups) + len(units)
     adj = sp.csr_array((np.ones(2 * len(gi)), (gi + ri, ri + gi)), shape=(n, n))
-    best = [groups[i] for i in reverse_cuthill_mckee(adj, symmetric_mode=True) if i < len(groups)]
+    pos = np.empty(n, dtype=np.int64)
+    pos[reverse_cuthill_mckee(adj, symmetric_mode=True) if n else np.zeros(0, dtype=np.int64)] = np.arange(n)
+    out = []
+    for c, g_units in enumerate(comps):
+        groups = sorted(g_units)
+        if len(groups) <= 2:
+            out.append(groups)
+            continue
+        best = [groups[k] for k in np.argsort(pos[first[c]:first[c] + len(groups)]).tolist()]
+        out.append(_tree_order(g_units, best) if trees[c] else best)
+    return out
+
+
+def _tree_order(g_units: Mapping[int, Sequence[int]], best: list[int]) -> list[int]:
+    """networkx's tree-decomposition order of the groups when it keeps fewer units open than ``best``."""
     best_width = open_width(best, g_units)
+    groups = sorted(g_units)
+    units = sorted({r for rs in g_units.values() for r in rs})
+    n = len(groups) + len(units)
     if best_width <= PATH_WIDTH or n > MAX_DECOMPOSED_NODES:
         return best
     import networkx as nx   # imported only here: it takes a second to load
     from networkx.algorithms.approximation import treewidth_min_fill_in
 
+    unit_node = {r: len(groups) + k for k, r in enumerate(units)}
     graph = nx.Graph()
     graph.add_nodes_from(range(n))
-    graph.add_edges_from(zip(gi, ri))
+    graph.add_edges_from((k, unit_node[r]) for k, g in enumerate(groups) for r in g_units[g])
     _, tree = treewidth_min_fill_in(graph)
     bags = sorted(tree.nodes, key=lambda bag: sorted(bag))
     far = bags[0]
@@ -159,30 +188,51 @@ MAX_DECOMPOSED_NODES = 3000
 #: an order keeping at most this many units open is taken without trying networkx's decomposition
 PATH_WIDTH = 2
 
-#: an h with at most this many pieces is evaluated in plain Python (a numpy call costs more)
-_PY_PIECES = 16
+def frontiers(problem: Problem, comps: Sequence[Mapping[int, Sequence[int]]], *, budget: float = math.inf,
+              limits: Sequence[int | None], deadline: float = math.inf) -> list[Frontier | None]:
+    """The exact frontiers of many components at once (:func:`component_frontier` of each).
+
+    ``limits[c]`` is component c's most (state, entry) pairs, or None for no limit and no test of its
+    open units (a component small enough to enumerate: its pairs are at most its stores times its
+    groups).  All components run together, one numpy step per group
+    (:func:`memaudit_solvers.bnb.lockstep.run_lockstep`), in batches of at most
+    :data:`BATCH_CANDIDATES` candidates.
+    """
+    from .lockstep import run_lockstep
+
+    g_units = _group_units(problem, {g: c for comp in comps for g, c in comp.items()})
+    orders = group_orders([{g: g_units[g] for g in comp} for comp in comps],
+                          [lim is not None for lim in limits])
+    out: list[Frontier | None] = [None] * len(comps)
+    todo = [c for c, comp in enumerate(comps)
+            if limits[c] is None or open_width(orders[c], g_units) <= MAX_OPEN_UNITS]
+    units = np.array(sorted({r for c in todo for g in comps[c] for r in g_units[g]}), dtype=np.int64)
+    sat = dict(zip(units.tolist(), saturation(problem, units).tolist()))
+    batch: list[int] = []
+    size = 0
+    for k, c in enumerate(todo):
+        batch.append(c)
+        size += sum(len(m) for m in comps[c].values())
+        if size < BATCH_CANDIDATES and k + 1 < len(todo):
+            continue
+        if time.perf_counter() > deadline:
+            break
+        lims = [math.inf if (lim := limits[b]) is None else float(lim) for b in batch]
+        res = run_lockstep(problem, [comps[b] for b in batch], [orders[b] for b in batch], g_units, sat,
+                           budget=budget, limits=lims, deadline=deadline)
+        for b, r in zip(batch, res):
+            out[b] = None if r is None else Frontier(*r)
+        batch, size = [], 0
+    return out
 
 
-def _h(problem: Problem, r: int, z: float, pieces: dict[int, list[tuple[float, float]]]) -> float:
-    """``h_r(z)``, as :func:`memaudit_solvers.objective.h_values` computes it (the same float operations)."""
-    k = problem.h_slopes.shape[1]
-    if k > _PY_PIECES:
-        return float(h_values(problem, np.array([r]), np.array([z]))[0])
-    if r not in pieces:
-        pieces[r] = list(zip(problem.h_slopes[r].tolist(), problem.h_intercepts[r].tolist()))
-    return min(a * z + b for a, b in pieces[r])
-
-
-def _pareto(costs: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Indices of the entries worth more than every entry costing no more (cost order)."""
-    order = np.lexsort((-values, costs))
-    v = values[order]
-    before = np.maximum.accumulate(np.concatenate([[-np.inf], v[:-1]]))
-    return order[v > before]
+#: most candidates of the components one lockstep run takes (bounds its memory; a run's Python
+#: overhead is per step, so larger batches are faster)
+BATCH_CANDIDATES = 20_000
 
 
 def component_frontier(problem: Problem, by_group: Mapping[int, Sequence[int]], *, budget: float = math.inf,
-                       limit: int = TREE_LIMIT, deadline: float = math.inf) -> Frontier | None:
+                       limit: int | None = TREE_LIMIT, deadline: float = math.inf) -> Frontier | None:
     """The exact (cost, value) Pareto frontier of one component's stores, or None if too large.
 
     Parameters
@@ -192,9 +242,10 @@ def component_frontier(problem: Problem, by_group: Mapping[int, Sequence[int]], 
         The component: every unit its candidates cover is covered by no candidate outside it.
     budget : float
         Stores costing more are dropped as they appear (the frontier is then cut at the budget).
-    limit : int
-        Most (state, frontier entry) pairs created before giving up; ``deadline`` (a
-        ``time.perf_counter()`` value) is checked after every group as well.
+    limit : int or None
+        Most (state, frontier entry) pairs created before giving up (None: no limit, and no test of
+        the open units either); ``deadline`` (a ``time.perf_counter()`` value) is checked after
+        every group as well.
 
     Returns
     -------
@@ -210,87 +261,4 @@ def component_frontier(problem: Problem, by_group: Mapping[int, Sequence[int]], 
     >>> f.costs.tolist(), f.values.tolist(), f.members
     ([1.0, 2.0, 4.0], [1.0, 2.0, 3.0], [(3,), (2,), (0, 2)])
     """
-    g_units = _group_units(problem, by_group)
-    order = group_order(g_units)
-    if open_width(order, g_units) > MAX_OPEN_UNITS:
-        return None
-    units = np.array(sorted({r for rs in g_units.values() for r in rs}), dtype=np.int64)
-    sat = dict(zip(units.tolist(), saturation(problem, units).tolist()))
-    weight = dict(zip(units.tolist(), problem.weights[units].tolist()))
-    last = {r: i for i, g in enumerate(order) for r in g_units[g]}
-    cov = problem.coverage
-    unit_value: dict[tuple[int, float], float] = {}      # w_r h_r(z), computed once per (unit, sum)
-    pieces: dict[int, list[tuple[float, float]]] = {}
-    open_units: list[int] = []
-    # one step per group: the states' keys (sums of the open units, in open_units order), and per
-    # state its entries' costs, values, and back-pointers (previous state, its entry, the candidate)
-    keys: list[tuple[float, ...]] = [()]
-    costs: list[np.ndarray] = [np.zeros(1)]
-    values: list[np.ndarray] = [np.zeros(1)]
-    steps: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
-    created = 1
-    widest = 1
-    for i, g in enumerate(order):
-        nothing: dict[int, float] = {}
-        options = [(-1, 0.0, nothing)]
-        for u in by_group[g]:
-            span = slice(cov.indptr[u], cov.indptr[u + 1])
-            options.append((int(u), float(problem.costs[u]), dict(zip(cov.indices[span].tolist(),
-                                                                      cov.data[span].tolist()))))
-        touched = g_units[g]
-        closing = [r for r in touched if last[r] == i]
-        new_open = sorted((set(open_units) | set(touched)) - set(closing))
-        # per new state: its parts, each (costs, values, previous state, how many entries, candidate);
-        # a state's entries are sorted by cost, so the entries that fit the budget are a prefix
-        buckets: dict[tuple[float, ...], list[tuple[np.ndarray, np.ndarray, int, int, int]]] = {}
-        for sid, key in enumerate(keys):
-            sums = dict(zip(open_units, key))
-            c0, v0 = costs[sid], values[sid]
-            for cand, cost, cover in options:
-                c = c0 + cost
-                n_fit = int(np.searchsorted(c, budget, side="right"))
-                if n_fit == 0:
-                    continue
-                new = {r: min(sums.get(r, 0.0) + cover.get(r, 0.0), sat[r]) for r in touched}
-                gain = 0.0
-                for r in closing:
-                    z = new[r]
-                    if (r, z) not in unit_value:
-                        unit_value[r, z] = weight[r] * _h(problem, r, z, pieces)
-                    gain += unit_value[r, z]
-                new_key = tuple(new[r] if r in new else sums[r] for r in new_open)
-                buckets.setdefault(new_key, []).append((c[:n_fit], v0[:n_fit] + gain, sid, n_fit, cand))
-                created += n_fit
-            if created > limit:            # checked inside a step too: one step's memory stays bounded
-                return None
-        keys, costs, values, step = [], [], [], []
-        for key, parts in buckets.items():
-            c = np.concatenate([p[0] for p in parts])
-            v = np.concatenate([p[1] for p in parts])
-            keep = _pareto(c, v)
-            sizes = np.array([p[3] for p in parts])
-            parent = np.repeat([p[2] for p in parts], sizes)[keep]
-            entry = (np.arange(c.size) - np.repeat(np.cumsum(sizes) - sizes, sizes))[keep]
-            chosen = np.repeat([p[4] for p in parts], sizes)[keep]
-            keys.append(key)
-            costs.append(c[keep])
-            values.append(v[keep])
-            step.append((parent, entry, chosen))
-        steps.append(step)
-        open_units = new_open
-        widest = max(widest, len(keys))
-        if created > limit or time.perf_counter() > deadline:
-            return None
-    # every unit is closed: one state, () -- keep the stores of positive value
-    fin_c, fin_v = costs[0], values[0]
-    keep = np.flatnonzero(fin_v > 0)
-    members = []
-    for e in keep.tolist():
-        sid, store = 0, []
-        for step in reversed(steps):
-            parent, entry, chosen = step[sid]
-            if chosen[e] >= 0:
-                store.append(int(chosen[e]))
-            sid, e = int(parent[e]), int(entry[e])
-        members.append(tuple(sorted(store)))
-    return Frontier(fin_c[keep], fin_v[keep], members, widest, created)
+    return frontiers(problem, [by_group], budget=budget, limits=[limit], deadline=deadline)[0]
