@@ -20,7 +20,7 @@ from ..result import SolverError
 if TYPE_CHECKING:  # pragma: no cover
     from .search import Search
 
-__all__ = ["sub_mip_store", "neighbourhood", "round_store", "root_sub_mip", "root_core_mip", "greedy"]
+__all__ = ["sub_mip_store", "neighbourhood", "round_store", "upgrade_store", "root_sub_mip", "root_core_mip", "greedy"]
 
 #: LP values below this count as zero when the support of the LP solution is read
 SUPPORT_TOL = 1e-6
@@ -103,6 +103,35 @@ def round_store(search: Search, info: dict, x_opt=None) -> list[int]:
             spent += p.costs[u]
     search.offer(store)
     return store
+
+
+def upgrade_store(search: Search, info: dict) -> None:
+    """Offer the Lagrangian choice upgraded greedily (the multiple-choice knapsack's greedy).
+
+    ``info['pick']`` (one option per group, within the budget) is the start; then, best extra
+    profit per extra cost first, each group moves at most once to an option of larger profit
+    whose extra cost still fits.
+    """
+    pick, profit, cost, seg_of = info["pick"], info["profit"], info["cost"], info["seg_of"]
+    cur = np.zeros(info["starts"].size, dtype=np.int64)
+    cur[seg_of[pick]] = np.flatnonzero(pick)
+    gain = profit - profit[cur[seg_of]]
+    extra = cost - cost[cur[seg_of]]
+    up = np.flatnonzero(gain > 0)
+    if up.size == 0:
+        return
+    with np.errstate(divide="ignore", over="ignore"):      # costs near the float limits: +inf orders fine
+        ratio = np.where(extra[up] > 0, gain[up] / np.where(extra[up] > 0, extra[up], 1.0), np.inf)
+    left = info["rest"] - float(cost[cur].sum()) + search.slack
+    moved = np.zeros(cur.size, dtype=bool)
+    for o in up[np.argsort(-ratio, kind="stable")].tolist():
+        s = seg_of[o]
+        if not moved[s] and extra[o] <= left:
+            left -= extra[o]
+            cur[s] = o
+            moved[s] = True
+    oc = search.opt_cand[info["free_idx"][cur]]
+    search.offer(np.concatenate([info["store"], oc[oc >= 0]]))
 
 
 def _seconds(search: Search) -> float:
