@@ -144,8 +144,10 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
     search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, None,
                      max_combos)
     search.offer([])
-    if exact_units.all() or not root_lp:
-        search.offer(greedy(reduced, budget, deadline))   # with the root LP, its rounding completed greedily comes first
+    if not root_lp or (exact_units.all() and search.cost_step <= 0):
+        # with the root LP its rounding completed greedily comes first; with every unit exact and
+        # costs on a grid the root's upgraded Lagrangian choice and knapsack DP do better
+        search.offer(greedy(reduced, budget, deadline))
     open_bound = search.run(_start_prices(reduced), root_lp=root_lp, node_lp=node_lp, restart=MAX_RESTARTS > 0)
     stats = dict(search.stats, removed=removed, **dstats, restarts=0)
     best_value, chosen = search.inc_value, sorted(u for j in search.inc_store for u in members[j])

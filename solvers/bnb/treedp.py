@@ -72,12 +72,6 @@ def saturation(problem: Problem, units: np.ndarray) -> np.ndarray:
     return np.where(flat, np.maximum(last, 0.0), np.inf)
 
 
-def _group_units(problem: Problem, by_group: Mapping[int, Sequence[int]]) -> dict[int, list[int]]:
-    cov = problem.coverage
-    return {g: sorted({int(r) for u in cands for r in cov.indices[cov.indptr[u]:cov.indptr[u + 1]]})
-            for g, cands in by_group.items()}
-
-
 def open_width(order: Sequence[int], g_units: Mapping[int, Sequence[int]]) -> int:
     """Largest number of units open between two groups of ``order`` (covered by a group before and a
     group after): the width of the programme's states.
@@ -116,37 +110,75 @@ def group_order(g_units: Mapping[int, Sequence[int]]) -> list[int]:
 
 
 def group_orders(comps: Sequence[Mapping[int, Sequence[int]]], trees: Sequence[bool]) -> list[list[int]]:
-    """:func:`group_order` of each component (a map group -> its units), with one reverse
-    Cuthill-McKee run over all of them (it orders each connected part on its own); networkx's
-    decomposition is tried only where ``trees[c]``."""
+    """:func:`group_order` of each component (a map group -> its units); networkx's decomposition is
+    tried only where ``trees[c]``."""
+    groups = [g for g_units in comps for g in sorted(g_units)]
+    g_comp = np.repeat(np.arange(len(comps)), [len(g_units) for g_units in comps])
+    pair_g = np.repeat(np.arange(len(groups)), [len(comps[c][g]) for c, g in zip(g_comp.tolist(), groups)])
+    pair_r = np.array([r for g_units in comps for g in sorted(g_units) for r in g_units[g]], dtype=np.int64)
+    step, _ = _steps(pair_g, pair_r, g_comp, np.array(groups, dtype=np.int64), trees)
+    out: list[list[int]] = [[] for _ in comps]
+    for k in np.lexsort((step, g_comp)).tolist():
+        out[g_comp[k]].append(groups[k])
+    return out
+
+
+def _steps(pair_g: np.ndarray, pair_r: np.ndarray, g_comp: np.ndarray, group_ids: np.ndarray,
+           trees: Sequence[bool]):
+    """Each group's step in its component's order, and each component's :func:`open_width`.
+
+    Groups 0..n-1 (``group_ids`` their names, which order a component of at most two groups),
+    component ``g_comp`` (non-decreasing), coverage pairs ``(pair_g, pair_r)`` sorted.  One reverse
+    Cuthill-McKee run orders every component (it orders each connected part of the graph on its own).
+    """
     import scipy.sparse as sp
     from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-    gi: list[int] = []
-    ri: list[int] = []
-    first: list[int] = []
-    n = 0
-    for g_units in comps:
-        groups = sorted(g_units)
-        units = sorted({r for rs in g_units.values() for r in rs})
-        node = {r: n + len(groups) + k for k, r in enumerate(units)}
-        for k, g in enumerate(groups):
-            gi.extend([n + k] * len(g_units[g]))
-            ri.extend(node[r] for r in g_units[g])
-        first.append(n)
-        n += len(groups) + len(units)
-    adj = sp.csr_array((np.ones(2 * len(gi)), (gi + ri, ri + gi)), shape=(n, n))
+    n_g, n_comp = g_comp.size, len(trees)
+    units, r_idx = np.unique(pair_r, return_inverse=True)
+    n = n_g + units.size
+    rows = np.concatenate([pair_g, n_g + r_idx])
+    adj = sp.csr_array((np.ones(rows.size), (rows, np.concatenate([n_g + r_idx, pair_g]))), shape=(n, n))
     pos = np.empty(n, dtype=np.int64)
     pos[reverse_cuthill_mckee(adj, symmetric_mode=True) if n else np.zeros(0, dtype=np.int64)] = np.arange(n)
-    out = []
-    for c, g_units in enumerate(comps):
-        groups = sorted(g_units)
-        if len(groups) <= 2:
-            out.append(groups)
-            continue
-        best = [groups[k] for k in np.argsort(pos[first[c]:first[c] + len(groups)]).tolist()]
-        out.append(_tree_order(g_units, best) if trees[c] else best)
-    return out
+    size = np.bincount(g_comp, minlength=n_comp)
+    start = np.cumsum(size) - size
+    order = np.lexsort((np.where(size[g_comp] <= 2, group_ids, pos[:n_g]), g_comp))
+    step = np.empty(n_g, dtype=np.int64)
+    step[order] = np.arange(n_g) - start[g_comp[order]]
+    width = _widths(step, pair_g, r_idx, units.size, g_comp, start)
+    for c in np.flatnonzero((width > PATH_WIDTH) & np.asarray(trees, dtype=bool) & (size > 2)).tolist():
+        mine = np.flatnonzero(g_comp == c)
+        at = np.isin(pair_g, mine)
+        g_units: dict[int, list[int]] = {int(group_ids[g]): [] for g in mine.tolist()}
+        for g, r in zip(group_ids[pair_g[at]].tolist(), pair_r[at].tolist()):
+            g_units[g].append(r)
+        best = [int(group_ids[g]) for g in mine[np.argsort(step[mine])].tolist()]
+        tree = _tree_order(g_units, best)
+        if tree != best:
+            rank = {g: i for i, g in enumerate(tree)}
+            step[mine] = [rank[int(group_ids[g])] for g in mine.tolist()]
+            width[c] = open_width(tree, g_units)
+    return step, width
+
+
+def _widths(step, pair_g, r_idx, n_units, g_comp, start) -> np.ndarray:
+    """Per component, the most units open after one step (first step < i + 1 <= last step)."""
+    first = np.full(n_units, np.iinfo(np.int64).max)
+    last = np.full(n_units, -1)
+    np.minimum.at(first, r_idx, step[pair_g])
+    np.maximum.at(last, r_idx, step[pair_g])
+    base = np.zeros(n_units, dtype=np.int64)
+    base[r_idx] = start[g_comp[pair_g]]
+    diff = np.zeros(g_comp.size + 1, dtype=np.int64)
+    np.add.at(diff, base + first, 1)
+    np.add.at(diff, base + last, -1)
+    open_after = np.cumsum(diff)[:-1]            # a unit opens and closes inside its component's span
+    width = np.zeros(start.size, dtype=np.int64)
+    has = np.flatnonzero(np.bincount(g_comp, minlength=start.size) > 0)
+    if has.size:
+        width[has] = np.maximum.reduceat(open_after, start[has])
+    return width
 
 
 def _tree_order(g_units: Mapping[int, Sequence[int]], best: list[int]) -> list[int]:
@@ -198,31 +230,47 @@ def frontiers(problem: Problem, comps: Sequence[Mapping[int, Sequence[int]]], *,
     (:func:`memaudit_solvers.bnb.lockstep.run_lockstep`), in batches of at most
     :data:`BATCH_CANDIDATES` candidates.
     """
-    from .lockstep import run_lockstep
+    from ..objective import rows_entries
+    from .lockstep import plan, run_lockstep
 
-    g_units = _group_units(problem, {g: c for comp in comps for g, c in comp.items()})
-    orders = group_orders([{g: g_units[g] for g in comp} for comp in comps],
-                          [lim is not None for lim in limits])
     out: list[Frontier | None] = [None] * len(comps)
-    todo = [c for c, comp in enumerate(comps)
-            if limits[c] is None or open_width(orders[c], g_units) <= MAX_OPEN_UNITS]
-    units = np.array(sorted({r for c in todo for g in comps[c] for r in g_units[g]}), dtype=np.int64)
-    sat = dict(zip(units.tolist(), saturation(problem, units).tolist()))
-    batch: list[int] = []
-    size = 0
-    for k, c in enumerate(todo):
-        batch.append(c)
-        size += sum(len(m) for m in comps[c].values())
-        if size < BATCH_CANDIDATES and k + 1 < len(todo):
-            continue
+    groups = [g for comp in comps for g in sorted(comp)]
+    if not groups:
+        return out
+    g_comp = np.repeat(np.arange(len(comps)), [len(comp) for comp in comps])
+    cands = np.array([u for comp in comps for g in sorted(comp) for u in comp[g]], dtype=np.int64)
+    cand_g = np.repeat(np.arange(len(groups)), [len(comps[c][g]) for c, g in zip(g_comp.tolist(), groups)])
+    row_of, pos = rows_entries(problem.coverage.indptr, cands)
+    span = problem.n_units + 1
+    codes = np.unique(cand_g[row_of] * span + problem.coverage.indices[pos])
+    pair_g, pair_r = codes // span, codes % span
+    step, width = _steps(pair_g, pair_r, g_comp, np.array(groups, dtype=np.int64),
+                         [lim is not None for lim in limits])
+    lim = np.array([math.inf if x is None else float(x) for x in limits])
+    todo = np.flatnonzero(np.isinf(lim) | (width <= MAX_OPEN_UNITS))
+    n_cands = np.bincount(g_comp[cand_g], minlength=len(comps))
+    batch_of = np.zeros(len(comps), dtype=np.int64)
+    batch_of[todo] = np.cumsum(n_cands[todo]) // BATCH_CANDIDATES
+    for b in np.unique(batch_of[todo]).tolist():
         if time.perf_counter() > deadline:
             break
-        lims = [math.inf if (lim := limits[b]) is None else float(lim) for b in batch]
-        res = run_lockstep(problem, [comps[b] for b in batch], [orders[b] for b in batch], g_units, sat,
-                           budget=budget, limits=lims, deadline=deadline)
-        for b, r in zip(batch, res):
-            out[b] = None if r is None else Frontier(*r)
-        batch, size = [], 0
+        mine = todo[batch_of[todo] == b]
+        local = np.full(len(comps), -1)
+        local[mine] = np.arange(mine.size)
+        lengths = np.bincount(g_comp, minlength=len(comps))[mine]
+        in_b = local[g_comp] >= 0
+        new_g = np.full(len(groups), -1)
+        new_g[in_b] = (np.cumsum(lengths) - lengths)[local[g_comp[in_b]]] + step[in_b]
+        c_at = np.flatnonzero(in_b[cand_g])
+        c_at = c_at[np.argsort(new_g[cand_g[c_at]], kind="stable")]
+        p_at = np.flatnonzero(in_b[pair_g])
+        p_at = p_at[np.lexsort((pair_r[p_at], new_g[pair_g[p_at]]))]
+        p_g, p_r = new_g[pair_g[p_at]], pair_r[p_at]
+        steps_plan = plan(problem, lengths, cands[c_at], new_g[cand_g[c_at]], p_g, p_r)
+        res = run_lockstep(problem, steps_plan, saturation(problem, p_r), budget=budget, limits=lim[mine],
+                           deadline=deadline)
+        for c, r in zip(mine.tolist(), res):
+            out[c] = None if r is None else Frontier(*r)
     return out
 
 
