@@ -16,11 +16,12 @@ import numpy as np
 from ..greedy import greedy_store
 from ..problem import Problem
 from ..result import SolverError
+from .mckp import kept_mckp
 
 if TYPE_CHECKING:  # pragma: no cover
     from .search import Search
 
-__all__ = ["sub_mip_store", "neighbourhood", "round_store", "upgrade_store", "root_sub_mip", "root_core_mip", "greedy"]
+__all__ = ["sub_mip_store", "neighbourhood", "round_store", "upgrade_store", "core_dp_store", "core_groups", "root_sub_mip", "root_core_mip", "greedy"]
 
 #: LP values below this count as zero when the support of the LP solution is read
 SUPPORT_TOL = 1e-6
@@ -30,6 +31,12 @@ SUB_MIP_SECONDS = 5.0
 
 #: groups in the core of the root's sub-MIP when no unit is coupled
 CORE_GROUPS = 300
+
+#: groups in the core whose best choice the knapsack DP takes before reduced-cost fixing
+CORE_DP_GROUPS = 128
+
+#: largest table of that DP (cells): a heuristic step, it must stay cheap
+CORE_DP_CELLS = 2_000_000
 
 #: largest number of candidates kept by reduced-cost fixing that the root's sub-MIP takes in full
 SURVIVOR_CAP = 5000
@@ -167,6 +174,42 @@ def root_sub_mip(search: Search, info: dict, lp_x: np.ndarray):
     return None if search.can_prune(info["ub"]) else info
 
 
+def core_groups(info: dict, size: int) -> np.ndarray:
+    """Mask of the ``size`` groups whose two best options are closest in reduced profit (the ones the
+    budget price cannot decide; groups of one option are never in it)."""
+    d, seg_of, starts = info["d"], info["seg_of"], info["starts"]
+    order = np.lexsort((-d, seg_of))                     # by group, best reduced profit first
+    second = np.minimum(starts + 1, d.size - 1)
+    has_two = np.append(starts[1:], d.size) - starts >= 2
+    gap = np.where(has_two, d[order[starts]] - d[order[second]], np.inf)
+    core_segs = np.argsort(gap, kind="stable")[:size]
+    in_core = np.zeros(starts.size, dtype=bool)
+    in_core[core_segs[np.isfinite(gap[core_segs])]] = True
+    return in_core
+
+
+def core_dp_store(search: Search, info: dict, cost_units: np.ndarray, cap: int) -> None:
+    """Offer the best store that keeps the incumbent's choice outside a core of :data:`CORE_DP_GROUPS`
+    groups (:func:`core_groups`) and takes the core's best choice by the knapsack DP."""
+    if "pick" not in info:
+        return
+    # outside the core: the incumbent's choice where the node allows it, else the Lagrangian one
+    seg_of = info["seg_of"]
+    oc = search.opt_cand[info["free_idx"]]
+    base = np.isin(oc, search.inc_store) & (oc >= 0)
+    took = np.zeros(info["starts"].size, dtype=bool)
+    took[seg_of[base]] = True
+    base |= (oc < 0) & ~took[seg_of]
+    took[seg_of[base]] = True
+    base |= info["pick"] & ~took[seg_of]
+    keep = base | core_groups(info, CORE_DP_GROUPS)[seg_of]
+    out = kept_mckp(info["profit"], cost_units, info["seg_of"], info["starts"].size, keep, cap,
+                    min(search.dp_limit, CORE_DP_CELLS))
+    if out is not None and out[1]:
+        chosen = oc[out[1]]
+        search.offer(np.concatenate([info["store"], chosen[chosen >= 0]]))
+
+
 def root_core_mip(search: Search, info: dict):
     """Without coupled units: keep the Lagrangian choice outside a core of groups, sub-MIP the core.
 
@@ -177,14 +220,8 @@ def root_core_mip(search: Search, info: dict):
     seconds = _seconds(search)
     if seconds <= 0.05 or search.use_lp or "pick" not in info:
         return info
-    d, seg_of, starts = info["d"], info["seg_of"], info["starts"]
-    order = np.lexsort((-d, seg_of))                     # by group, best reduced profit first
-    second = np.minimum(starts + 1, d.size - 1)
-    has_two = np.append(starts[1:], d.size) - starts >= 2
-    gap = np.where(has_two, d[order[starts]] - d[order[second]], np.inf)
-    core_segs = np.argsort(gap, kind="stable")[:CORE_GROUPS]
-    in_core = np.zeros(starts.size, dtype=bool)
-    in_core[core_segs[np.isfinite(gap[core_segs])]] = True
+    seg_of = info["seg_of"]
+    in_core = core_groups(info, CORE_GROUPS)
     oc = search.opt_cand[info["free_idx"]]
     fixed = oc[info["pick"] & ~in_core[seg_of] & (oc >= 0)]
     outside = np.concatenate([info["store"], fixed]).astype(np.int64)

@@ -16,7 +16,7 @@ from .bound import lagrangian_min, residual_conjugate, right_slopes
 from .grid import cost_step, objective_grid
 from .mckp import kept_mckp
 from .nodelp import NodeLP
-from .primal import greedy, root_core_mip, root_sub_mip, round_store, upgrade_store
+from .primal import core_dp_store, greedy, root_core_mip, root_sub_mip, round_store, upgrade_store
 from .restart import SPLIT_RATIO, coupled_groups
 
 __all__ = ["Search", "Progress", "NONE"]
@@ -167,6 +167,7 @@ class Search:
         step = self.cost_step
         cost_units = np.rint(info["cost"] / step).astype(np.int64)
         cap = int(math.floor((info["rest"] + self.slack) / step))
+        core_dp_store(self, info, cost_units, cap)     # a better incumbent first: fixing then keeps fewer
         drop = np.asarray(self.can_prune(info["ub_opt"]), dtype=bool)
         out = kept_mckp(info["profit"], cost_units, info["seg_of"], info["starts"].size, ~drop, cap, self.dp_limit)
         if out is None:
