@@ -19,17 +19,17 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int, deadline: f
     """Collapse independent components of groups into single groups of Pareto options.
 
     Two groups are linked when some unit is covered by active candidates of
-    both.  A connected component whose stores can be enumerated (at most
-    ``max_combos`` of them) is replaced by one group whose options are the
-    (cost, value) Pareto frontier of its stores; each option covers a private
-    unit of weight = its value, so F is unchanged.  A larger component gets the
-    same frontier from the dynamic programme over a path decomposition of its
-    groups (:func:`memaudit_solvers.bnb.treedp.component_frontier`: per state of
-    the units it leaves open, a Pareto frontier), cut at ``budget``, when that
-    creates at most ``tree_limit`` (state, entry) pairs (0: never tried).
-    Otherwise it keeps its candidates and units ("coupled"), and so does every
-    component not yet reached when ``deadline`` (a ``time.perf_counter()`` value)
-    passes.
+    both.  A connected component is replaced by one group whose options are the
+    (cost, value) Pareto frontier of its stores, cut at ``budget``; each option
+    covers a private unit of weight = its value, so F is unchanged.  Every
+    frontier comes from the dynamic programme over a path decomposition of the
+    component's groups (:func:`memaudit_solvers.bnb.treedp.frontiers`: per state
+    of the units it leaves open, a Pareto frontier), all components at once: a
+    component of at most ``max_combos`` stores without a limit, a larger one
+    when the programme creates at most ``tree_limit`` (state, entry) pairs for
+    it (0: never tried).  Otherwise it keeps its candidates and units
+    ("coupled"), and so does every component not finished when ``deadline`` (a
+    ``time.perf_counter()`` value) passes.
 
     Returns ``(reduced, members, exact_units, stats)`` where ``members[j]`` is
     the tuple of original candidates behind reduced candidate j.

@@ -304,8 +304,9 @@ def _collect(n_comp: int, finals, steps, widest: np.ndarray, created: np.ndarray
         cur = parent[cur]
     p_uid, p_cand = np.concatenate(got_uid), np.concatenate(got_cand)
     order = np.lexsort((p_cand, p_uid))
-    split = np.cumsum(np.bincount(p_uid, minlength=f_val.size))[:-1]
-    members = [tuple(m.tolist()) for m in np.split(p_cand[order], split)]
+    ends = np.cumsum(np.bincount(p_uid, minlength=f_val.size)).tolist()
+    flat = p_cand[order].tolist()
+    members = [tuple(flat[a:b]) for a, b in zip([0] + ends[:-1], ends)]
     bounds = np.flatnonzero(np.r_[True, f_comp[1:] != f_comp[:-1], True])
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         c = int(f_comp[a])

@@ -32,10 +32,8 @@ SUB_MIP_SECONDS = 5.0
 #: groups in the core of the root's sub-MIP when no unit is coupled
 CORE_GROUPS = 300
 
-#: groups in the core whose best choice the knapsack DP takes before reduced-cost fixing
-CORE_DP_GROUPS = 128
-
-#: largest table of that DP (cells): a heuristic step, it must stay cheap
+#: largest table (cells) of the knapsack DP on a core of groups before reduced-cost fixing (a
+#: heuristic step: it must stay cheap)
 CORE_DP_CELLS = 2_000_000
 
 #: largest number of candidates kept by reduced-cost fixing that the root's sub-MIP takes in full
@@ -177,33 +175,48 @@ def root_sub_mip(search: Search, info: dict, lp_x: np.ndarray):
 def core_groups(info: dict, size: int) -> np.ndarray:
     """Mask of the ``size`` groups whose two best options are closest in reduced profit (the ones the
     budget price cannot decide; groups of one option are never in it)."""
+    order = _by_gap(info)[:size]
+    in_core = np.zeros(info["starts"].size, dtype=bool)
+    in_core[order] = True
+    return in_core
+
+
+def _by_gap(info: dict) -> np.ndarray:
+    """Groups of two options or more, closest two best reduced profits first."""
     d, seg_of, starts = info["d"], info["seg_of"], info["starts"]
     order = np.lexsort((-d, seg_of))                     # by group, best reduced profit first
     second = np.minimum(starts + 1, d.size - 1)
     has_two = np.append(starts[1:], d.size) - starts >= 2
     gap = np.where(has_two, d[order[starts]] - d[order[second]], np.inf)
-    core_segs = np.argsort(gap, kind="stable")[:size]
-    in_core = np.zeros(starts.size, dtype=bool)
-    in_core[core_segs[np.isfinite(gap[core_segs])]] = True
-    return in_core
+    by_gap = np.argsort(gap, kind="stable")
+    return by_gap[np.isfinite(gap[by_gap])]
 
 
 def core_dp_store(search: Search, info: dict, cost_units: np.ndarray, cap: int) -> None:
-    """Offer the best store that keeps the incumbent's choice outside a core of :data:`CORE_DP_GROUPS`
-    groups (:func:`core_groups`) and takes the core's best choice by the knapsack DP."""
+    """Offer the best store that keeps the incumbent's choice outside a core of groups and takes the
+    core's best choice by the knapsack DP.
+
+    The core is the groups of :func:`core_groups` order, as many as keep the DP's table within
+    :data:`CORE_DP_CELLS` cells (its width is at most the core's largest costs added up).
+    """
     if "pick" not in info:
         return
     # outside the core: the incumbent's choice where the node allows it, else the Lagrangian one
-    seg_of = info["seg_of"]
+    seg_of, starts = info["seg_of"], info["starts"]
     oc = search.opt_cand[info["free_idx"]]
     base = np.isin(oc, search.inc_store) & (oc >= 0)
-    took = np.zeros(info["starts"].size, dtype=bool)
+    took = np.zeros(starts.size, dtype=bool)
     took[seg_of[base]] = True
     base |= (oc < 0) & ~took[seg_of]
     took[seg_of[base]] = True
     base |= info["pick"] & ~took[seg_of]
-    keep = base | core_groups(info, CORE_DP_GROUPS)[seg_of]
-    out = kept_mckp(info["profit"], cost_units, info["seg_of"], info["starts"].size, keep, cap,
+    order = _by_gap(info)
+    n_opts = np.diff(np.append(starts, seg_of.size))[order]
+    widest = np.maximum.reduceat(cost_units, starts)[order]
+    cells = np.cumsum(n_opts) * (np.minimum(np.cumsum(widest), cap) + 1)
+    in_core = np.zeros(starts.size, dtype=bool)
+    in_core[order[:max(1, int(np.searchsorted(cells, min(search.dp_limit, CORE_DP_CELLS), side="right")))]] = True
+    out = kept_mckp(info["profit"], cost_units, seg_of, starts.size, base | in_core[seg_of], cap,
                     min(search.dp_limit, CORE_DP_CELLS))
     if out is not None and out[1]:
         chosen = oc[out[1]]

@@ -10,7 +10,9 @@ stored clipped at the unit's saturation point ``z_sat`` (where h becomes flat: 1
 which is exact because ``h(min(s, z_sat) + a) = h(s + a)`` for every ``a >= 0`` once clipped again.
 The order is a path decomposition of the component's group graph: scipy's reverse Cuthill-McKee
 order, or networkx's min-fill-in tree decomposition read depth-first from a peripheral bag when
-that keeps fewer units open.
+that keeps fewer units open.  :func:`frontiers` runs the programme on every component of a problem at
+once (:mod:`memaudit_solvers.bnb.lockstep`: one numpy step per group, with no Python loop over states
+or entries), small components included: their frontier is the one enumerating their stores gives.
 """
 
 from __future__ import annotations
