@@ -38,23 +38,25 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        inside their group (another costs no more and covers at least as much)
        are removed.
     2. Groups that share no unit are independent.  Each connected component
-       of groups with at most ``max_combos`` stores is collapsed into one group
-       whose options are the (cost, value) Pareto frontier of its stores; F is
-       unchanged and those groups no longer interact.  A larger component is
-       collapsed the same way when a dynamic programme over a path
-       decomposition of its groups (:mod:`memaudit_solvers.bnb.treedp`) gives
-       its frontier within ``tree_limit``.
+       of groups is collapsed into one group whose options are the (cost,
+       value) Pareto frontier of its stores; F is unchanged and those groups
+       no longer interact.  The frontiers come from one dynamic programme over
+       a path decomposition of each component's groups, run on all components
+       at once (:mod:`memaudit_solvers.bnb.treedp`): always for a component of
+       at most ``max_combos`` stores, within ``tree_limit`` for a larger one.
     3. The bound prices each unit of coverage (``mu_r``) and the budget
        (``lam``): for any prices ``F(S + X) <= F(S) + sum_r phi_r(mu_r) +
        sum_{u in X} mu . a_u`` (``phi_r`` the concave conjugate of ``w_r h_r``),
        and the best X for the right side is a multiple-choice knapsack, whose
        LP value is computed exactly and, when costs lie on a grid and the
        table is small (``dp_limit`` cells), whose integer value is computed by
-       dynamic programming.  Prices come from the LP relaxation where coupled
+       dynamic programming over the options reduced-cost fixing keeps
+       (:mod:`memaudit_solvers.bnb.mckp`).  Prices come from the LP relaxation where coupled
        units remain (one persistent HiGHS model, see :mod:`memaudit_solvers.bnb.nodelp`,
        whose bounds change per node); the LP only *proposes* them -- the
        bound is computed here and is valid whatever they are.
-    4. Incumbents: greedy, LP and DP roundings, and at the root a sub-MIP
+    4. Incumbents: greedy, LP and DP roundings, the Lagrangian choice upgraded
+       greedily, the knapsack DP on a core of groups, and at the root a sub-MIP
        (HiGHS, at most 5 s and 30 % of the time left) over the LP's support,
        the groups it splits and every candidate reduced-cost fixing keeps
        (:mod:`memaudit_solvers.bnb.primal`); its store is re-evaluated here and
@@ -84,8 +86,8 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
     time_limit : float, optional
         Seconds for the whole call; when exceeded the best store found is
         returned with status ``timeout`` and the largest bound of the open
-        nodes.  The decomposition stops enumerating components at the limit
-        (the rest stay coupled), the first node then skips its LP and DP
+        nodes.  The decomposition's programme stops at the limit (the
+        components it has not finished stay coupled), the first node then skips its LP and DP
         steps, and later nodes are not started; only the reduction, one
         Lagrangian bound (linear in the coverage entries) with its rounding
         and, without the root LP, one greedy store (stopped at the limit where
@@ -95,7 +97,8 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         cheaper bounds do not close.  With both off the prices are the
         weights (the fractional knapsack over marginal gains).
     max_combos : int
-        Largest number of stores of a component that is enumerated.
+        Largest number of stores of a component whose frontier is computed
+        with no limit (as if every store were enumerated).
     tree_limit : int
         Most (state, frontier entry) pairs the dynamic programme may create for
         one component too large to enumerate; 0 never tries it.
@@ -144,8 +147,10 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
     search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, None,
                      max_combos)
     search.offer([])
-    if exact_units.all() or not root_lp:
-        search.offer(greedy(reduced, budget, deadline))   # with the root LP, its rounding completed greedily comes first
+    if not root_lp or (exact_units.all() and search.cost_step <= 0):
+        # with the root LP its rounding completed greedily comes first; with every unit exact and
+        # costs on a grid the root's upgraded Lagrangian choice and knapsack DP do better
+        search.offer(greedy(reduced, budget, deadline))
     open_bound = search.run(_start_prices(reduced), root_lp=root_lp, node_lp=node_lp, restart=MAX_RESTARTS > 0)
     stats = dict(search.stats, removed=removed, **dstats, restarts=0)
     best_value, chosen = search.inc_value, sorted(u for j in search.inc_store for u in members[j])

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..objective import h_values, marginal_gains, rows_entries
+from ..objective import marginal_gains
 from ..problem import Problem
-from .treedp import TREE_LIMIT, component_frontier
+from .treedp import TREE_LIMIT, frontiers
 
 __all__ = ["decompose", "dominated"]
 
@@ -20,17 +19,17 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int, deadline: f
     """Collapse independent components of groups into single groups of Pareto options.
 
     Two groups are linked when some unit is covered by active candidates of
-    both.  A connected component whose stores can be enumerated (at most
-    ``max_combos`` of them) is replaced by one group whose options are the
-    (cost, value) Pareto frontier of its stores; each option covers a private
-    unit of weight = its value, so F is unchanged.  A larger component gets the
-    same frontier from the dynamic programme over a path decomposition of its
-    groups (:func:`memaudit_solvers.bnb.treedp.component_frontier`: per state of
-    the units it leaves open, a Pareto frontier), cut at ``budget``, when that
-    creates at most ``tree_limit`` (state, entry) pairs (0: never tried).
-    Otherwise it keeps its candidates and units ("coupled"), and so does every
-    component not yet reached when ``deadline`` (a ``time.perf_counter()`` value)
-    passes.
+    both.  A connected component is replaced by one group whose options are the
+    (cost, value) Pareto frontier of its stores, cut at ``budget``; each option
+    covers a private unit of weight = its value, so F is unchanged.  Every
+    frontier comes from the dynamic programme over a path decomposition of the
+    component's groups (:func:`memaudit_solvers.bnb.treedp.frontiers`: per state
+    of the units it leaves open, a Pareto frontier), all components at once: a
+    component of at most ``max_combos`` stores without a limit, a larger one
+    when the programme creates at most ``tree_limit`` (state, entry) pairs for
+    it (0: never tried).  Otherwise it keeps its candidates and units
+    ("coupled"), and so does every component not finished when ``deadline`` (a
+    ``time.perf_counter()`` value) passes.
 
     Returns ``(reduced, members, exact_units, stats)`` where ``members[j]`` is
     the tuple of original candidates behind reduced candidate j.
@@ -71,64 +70,33 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int, deadline: f
     coupled_cands: list[int] = []
     coupled_group_of: list[int] = []
     n_collapsed = n_coupled_groups = n_tree = tree_entries = 0
-    for comp, by_group in by_comp.items():
+    # a component of at most max_combos stores gets its exact frontier (the programme without a limit);
+    # a larger one when the programme stays within tree_limit
+    comps = list(by_comp.values())
+    small = [_n_stores(by_group, max_combos) <= max_combos for by_group in comps]
+    tried = [c for c in range(len(comps)) if small[c] or tree_limit > 0]
+    found = frontiers(problem, [comps[c] for c in tried], budget=budget, deadline=deadline,
+                      limits=[None if small[c] else tree_limit for c in tried]) if tried else []
+    frontier_of = dict(zip(tried, found))
+    for c, by_group in enumerate(comps):
         groups = sorted(by_group)
-        n_combos = 1
-        for g in groups:
-            n_combos *= len(by_group[g]) + 1
-            if n_combos > max_combos:
-                break
-        frontier = None
-        if n_combos > max_combos and tree_limit > 0 and time.perf_counter() <= deadline:
-            frontier = component_frontier(problem, by_group, budget=budget, limit=tree_limit, deadline=deadline)
-        if frontier is not None:
-            opt_cost.extend(frontier.costs.tolist())
-            opt_value.extend(frontier.values.tolist())
-            opt_members.extend(frontier.members)
-            new_group_of_option.extend([n_new_groups] * frontier.costs.size)
-            n_new_groups += 1
-            n_collapsed += len(groups)
-            n_tree += 1
-            tree_entries += frontier.entries
-            continue
-        if n_combos > max_combos or time.perf_counter() > deadline:
+        frontier = frontier_of.get(c)
+        if frontier is None:
             for g in groups:
                 coupled_cands.extend(by_group[g])
                 coupled_group_of.extend([n_new_groups] * len(by_group[g]))
                 n_new_groups += 1
             n_coupled_groups += len(groups)
             continue
-        # enumerate every store of the component, keep the (cost, value) Pareto frontier
-        # (store k picks option digits[k, g] of group g, 0 = none; the same order as itertools.product)
-        sizes = [len(by_group[g]) + 1 for g in groups]
-        digits = np.indices(sizes).reshape(len(groups), -1).T
-        local = np.array([u for g in groups for u in by_group[g]], dtype=np.int64)
-        offsets = np.cumsum([0] + sizes[:-1]) - np.arange(len(groups))   # column of option d of group g: offset + d - 1
-        x = np.zeros((digits.shape[0], local.size))
-        rows, gs = np.nonzero(digits > 0)
-        cols = offsets[gs] + digits[rows, gs] - 1
-        x[rows, cols] = 1.0
-        # the component's coverage as a dense block (read from the CSR arrays: scipy's fancy indexing
-        # costs milliseconds per call, and there is one call per component)
-        row_of, pos = rows_entries(problem.coverage.indptr, local)
-        units, col = np.unique(problem.coverage.indices[pos], return_inverse=True)
-        block = np.zeros((local.size, units.size))
-        block[row_of, col] = problem.coverage.data[pos]
-        sums = x @ block
-        values = h_values(problem, np.tile(units, sums.shape[0]), sums.ravel()).reshape(sums.shape) \
-            @ problem.weights[units]
-        costs = x @ problem.costs[local]
-        order = np.lexsort((-values, costs))
-        # the (cost, value) Pareto frontier: stores worth more than every store costing no more
-        v = values[order]
-        before = np.maximum.accumulate(np.concatenate([[0.0], v[:-1]]))
-        for i in order[v > before]:
-            opt_cost.append(costs[i])
-            opt_value.append(values[i])
-            opt_members.append(tuple(int(u) for u in local[x[i] > 0]))
-            new_group_of_option.append(n_new_groups)
+        opt_cost.extend(frontier.costs.tolist())
+        opt_value.extend(frontier.values.tolist())
+        opt_members.extend(frontier.members)
+        new_group_of_option.extend([n_new_groups] * frontier.costs.size)
         n_new_groups += 1
         n_collapsed += len(groups)
+        if not small[c]:
+            n_tree += 1
+            tree_entries += frontier.entries
     # reduced problem: frontier options with private units, then coupled candidates
     n_opt = len(opt_cost)
     coupled = np.array(coupled_cands, dtype=np.int64)
@@ -156,6 +124,16 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int, deadline: f
              "coupled_groups": n_coupled_groups, "reduced_options": int(costs.size),
              "tree_dp_components": n_tree, "tree_dp_entries": tree_entries}
     return reduced, members, exact_units, stats
+
+
+def _n_stores(by_group, cap: int) -> int:
+    """Stores of a component (one candidate or none per group), counted up to just past ``cap``."""
+    n = 1
+    for cands in by_group.values():
+        n *= len(cands) + 1
+        if n > cap:
+            break
+    return n
 
 
 #: groups with more active candidates are not searched for dominated pairs (the pairs grow with the square)

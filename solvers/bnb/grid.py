@@ -34,8 +34,14 @@ def _frac_gcd(a: Fraction, b: Fraction) -> Fraction:
 
 def cost_step(values) -> float:
     """Largest step with every value an integer multiple of it, or 0 if none is found."""
+    values = np.unique(np.asarray(values, dtype=float))
+    whole = np.abs(values) < 2.0 ** 53
+    if values.size and whole.all() and np.all(values == np.rint(values)):
+        # integers (the usual costs): their gcd, as the rational reading below would give it
+        step_int = int(np.gcd.reduce(np.abs(values).astype(np.int64)))
+        return float(step_int) if step_int > 0 else 0.0
     step = Fraction(0)
-    for v in np.unique(np.asarray(values, dtype=float)):
+    for v in values:
         f = _as_fraction(v)
         if f is None:
             return 0.0

@@ -16,11 +16,12 @@ import numpy as np
 from ..greedy import greedy_store
 from ..problem import Problem
 from ..result import SolverError
+from .mckp import kept_mckp
 
 if TYPE_CHECKING:  # pragma: no cover
     from .search import Search
 
-__all__ = ["sub_mip_store", "neighbourhood", "round_store", "root_sub_mip", "root_core_mip", "greedy"]
+__all__ = ["sub_mip_store", "neighbourhood", "round_store", "upgrade_store", "core_dp_store", "core_groups", "root_sub_mip", "root_core_mip", "greedy"]
 
 #: LP values below this count as zero when the support of the LP solution is read
 SUPPORT_TOL = 1e-6
@@ -30,6 +31,10 @@ SUB_MIP_SECONDS = 5.0
 
 #: groups in the core of the root's sub-MIP when no unit is coupled
 CORE_GROUPS = 300
+
+#: largest table (cells) of the knapsack DP on a core of groups before reduced-cost fixing (a
+#: heuristic step: it must stay cheap)
+CORE_DP_CELLS = 2_000_000
 
 #: largest number of candidates kept by reduced-cost fixing that the root's sub-MIP takes in full
 SURVIVOR_CAP = 5000
@@ -105,6 +110,35 @@ def round_store(search: Search, info: dict, x_opt=None) -> list[int]:
     return store
 
 
+def upgrade_store(search: Search, info: dict) -> None:
+    """Offer the Lagrangian choice upgraded greedily (the multiple-choice knapsack's greedy).
+
+    ``info['pick']`` (one option per group, within the budget) is the start; then, best extra
+    profit per extra cost first, each group moves at most once to an option of larger profit
+    whose extra cost still fits.
+    """
+    pick, profit, cost, seg_of = info["pick"], info["profit"], info["cost"], info["seg_of"]
+    cur = np.zeros(info["starts"].size, dtype=np.int64)
+    cur[seg_of[pick]] = np.flatnonzero(pick)
+    gain = profit - profit[cur[seg_of]]
+    extra = cost - cost[cur[seg_of]]
+    up = np.flatnonzero(gain > 0)
+    if up.size == 0:
+        return
+    with np.errstate(divide="ignore", over="ignore"):      # costs near the float limits: +inf orders fine
+        ratio = np.where(extra[up] > 0, gain[up] / np.where(extra[up] > 0, extra[up], 1.0), np.inf)
+    left = info["rest"] - float(cost[cur].sum()) + search.slack
+    moved = np.zeros(cur.size, dtype=bool)
+    for o in up[np.argsort(-ratio, kind="stable")].tolist():
+        s = seg_of[o]
+        if not moved[s] and extra[o] <= left:
+            left -= extra[o]
+            cur[s] = o
+            moved[s] = True
+    oc = search.opt_cand[info["free_idx"][cur]]
+    search.offer(np.concatenate([info["store"], oc[oc >= 0]]))
+
+
 def _seconds(search: Search) -> float:
     return min(SUB_MIP_SECONDS, 0.3 * (search.deadline - time.perf_counter()))
 
@@ -138,6 +172,57 @@ def root_sub_mip(search: Search, info: dict, lp_x: np.ndarray):
     return None if search.can_prune(info["ub"]) else info
 
 
+def core_groups(info: dict, size: int) -> np.ndarray:
+    """Mask of the ``size`` groups whose two best options are closest in reduced profit (the ones the
+    budget price cannot decide; groups of one option are never in it)."""
+    order = _by_gap(info)[:size]
+    in_core = np.zeros(info["starts"].size, dtype=bool)
+    in_core[order] = True
+    return in_core
+
+
+def _by_gap(info: dict) -> np.ndarray:
+    """Groups of two options or more, closest two best reduced profits first."""
+    d, seg_of, starts = info["d"], info["seg_of"], info["starts"]
+    order = np.lexsort((-d, seg_of))                     # by group, best reduced profit first
+    second = np.minimum(starts + 1, d.size - 1)
+    has_two = np.append(starts[1:], d.size) - starts >= 2
+    gap = np.where(has_two, d[order[starts]] - d[order[second]], np.inf)
+    by_gap = np.argsort(gap, kind="stable")
+    return by_gap[np.isfinite(gap[by_gap])]
+
+
+def core_dp_store(search: Search, info: dict, cost_units: np.ndarray, cap: int) -> None:
+    """Offer the best store that keeps the incumbent's choice outside a core of groups and takes the
+    core's best choice by the knapsack DP.
+
+    The core is the groups of :func:`core_groups` order, as many as keep the DP's table within
+    :data:`CORE_DP_CELLS` cells (its width is at most the core's largest costs added up).
+    """
+    if "pick" not in info:
+        return
+    # outside the core: the incumbent's choice where the node allows it, else the Lagrangian one
+    seg_of, starts = info["seg_of"], info["starts"]
+    oc = search.opt_cand[info["free_idx"]]
+    base = np.isin(oc, search.inc_store) & (oc >= 0)
+    took = np.zeros(starts.size, dtype=bool)
+    took[seg_of[base]] = True
+    base |= (oc < 0) & ~took[seg_of]
+    took[seg_of[base]] = True
+    base |= info["pick"] & ~took[seg_of]
+    order = _by_gap(info)
+    n_opts = np.diff(np.append(starts, seg_of.size))[order]
+    widest = np.maximum.reduceat(cost_units, starts)[order]
+    cells = np.cumsum(n_opts) * (np.minimum(np.cumsum(widest), cap) + 1)
+    in_core = np.zeros(starts.size, dtype=bool)
+    in_core[order[:max(1, int(np.searchsorted(cells, min(search.dp_limit, CORE_DP_CELLS), side="right")))]] = True
+    out = kept_mckp(info["profit"], cost_units, seg_of, starts.size, base | in_core[seg_of], cap,
+                    min(search.dp_limit, CORE_DP_CELLS))
+    if out is not None and out[1]:
+        chosen = oc[out[1]]
+        search.offer(np.concatenate([info["store"], chosen[chosen >= 0]]))
+
+
 def root_core_mip(search: Search, info: dict):
     """Without coupled units: keep the Lagrangian choice outside a core of groups, sub-MIP the core.
 
@@ -148,14 +233,8 @@ def root_core_mip(search: Search, info: dict):
     seconds = _seconds(search)
     if seconds <= 0.05 or search.use_lp or "pick" not in info:
         return info
-    d, seg_of, starts = info["d"], info["seg_of"], info["starts"]
-    order = np.lexsort((-d, seg_of))                     # by group, best reduced profit first
-    second = np.minimum(starts + 1, d.size - 1)
-    has_two = np.append(starts[1:], d.size) - starts >= 2
-    gap = np.where(has_two, d[order[starts]] - d[order[second]], np.inf)
-    core_segs = np.argsort(gap, kind="stable")[:CORE_GROUPS]
-    in_core = np.zeros(starts.size, dtype=bool)
-    in_core[core_segs[np.isfinite(gap[core_segs])]] = True
+    seg_of = info["seg_of"]
+    in_core = core_groups(info, CORE_GROUPS)
     oc = search.opt_cand[info["free_idx"]]
     fixed = oc[info["pick"] & ~in_core[seg_of] & (oc >= 0)]
     outside = np.concatenate([info["store"], fixed]).astype(np.int64)

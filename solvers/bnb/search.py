@@ -14,8 +14,9 @@ from ..objective import budget_slack, coverage_sums, evaluate, unit_values
 from ..problem import Problem
 from .bound import lagrangian_min, residual_conjugate, right_slopes
 from .grid import cost_step, objective_grid
+from .mckp import kept_mckp
 from .nodelp import NodeLP
-from .primal import greedy, root_core_mip, root_sub_mip, round_store
+from .primal import core_dp_store, greedy, root_core_mip, root_sub_mip, round_store, upgrade_store
 from .restart import SPLIT_RATIO, coupled_groups
 
 __all__ = ["Search", "Progress", "NONE"]
@@ -156,51 +157,28 @@ class Search:
     def dp_bound(self, info):
         """Integer multiple-choice knapsack over the free options by dynamic programming.
 
-        Tightens ``info['ub']`` (the knapsack is solved exactly instead of its
-        LP) and offers the maximising store.  Needs costs on a grid and a
-        table of at most ``dp_limit`` cells; otherwise does nothing.
+        Tightens ``info['ub']`` (the knapsack is solved exactly instead of its LP, over the options
+        reduced-cost fixing keeps: :mod:`memaudit_solvers.bnb.mckp`) and offers the maximising
+        store.  Needs costs on a grid and a table of at most ``dp_limit`` cells; otherwise does
+        nothing.
         """
         if self.cost_step <= 0 or info["free_idx"].size == 0:
             return
         step = self.cost_step
         cost_units = np.rint(info["cost"] / step).astype(np.int64)
-        starts, seg_of = info["starts"], info["seg_of"]
-        n_seg = starts.size
-        max_use = int(np.maximum.reduceat(cost_units, starts).sum())
-        slack = self.slack
-        cap = min(int(math.floor((info["rest"] + slack) / step)), max_use)
-        if cap < 0 or (cap + 1) * info["free_idx"].size > self.dp_limit:
+        cap = int(math.floor((info["rest"] + self.slack) / step))
+        core_dp_store(self, info, cost_units, cap)     # a better incumbent first: fixing then keeps fewer
+        drop = np.asarray(self.can_prune(info["ub_opt"]), dtype=bool)
+        out = kept_mckp(info["profit"], cost_units, info["seg_of"], info["starts"].size, ~drop, cap, self.dp_limit)
+        if out is None:
             return
         self.stats["dp_solves"] += 1
-        profit = info["profit"]
-        ends = np.append(starts[1:], seg_of.size)
-        table = np.full(cap + 1, -np.inf)
-        table[0] = 0.0
-        choice = np.zeros((n_seg, cap + 1), dtype=np.int32)
-        width = cap + 1
-        shift = width - np.minimum(cost_units, width)[:, None] + np.arange(width)[None, :]   # (options, width)
-        padded = np.full(2 * width, -np.inf)
-        for s in range(n_seg):
-            # all options of the group at once: option o moves table[j - c_o] to j (-inf below c_o)
-            padded[width:] = table
-            vals = padded[shift[starts[s]:ends[s]]] + profit[starts[s]:ends[s], None]
-            best = np.argmax(vals, axis=0)              # the first option among ties, as one at a time would
-            table = vals[best, np.arange(width)]
-            choice[s] = starts[s] + best
-        best_cap = int(np.argmax(table))
-        if not np.isfinite(table[best_cap]):
-            info["ub"] = -math.inf
-            return
-        ub = info["const"] + float(table[best_cap])
-        picked = []
-        c = best_cap
-        for s in range(n_seg - 1, -1, -1):
-            o = int(choice[s, c])
-            picked.append(o)
-            c -= int(cost_units[o])
-        oc = self.opt_cand[info["free_idx"][picked]]
-        self.offer(np.concatenate([info["store"], oc[oc >= 0]]))
-        info["ub"] = min(info["ub"], ub)
+        value, picked = out
+        left_out = float(info["ub_opt"][drop].max()) if drop.any() else -math.inf
+        if picked:
+            oc = self.opt_cand[info["free_idx"][picked]]
+            self.offer(np.concatenate([info["store"], oc[oc >= 0]]))
+        info["ub"] = min(info["ub"], max(info["const"] + value, left_out))
 
     # -- LP relaxation of a node: used only to propose unit prices --------
     def lp_prices(self, info, allowed):
@@ -239,6 +217,7 @@ class Search:
             return None
         if not dp or self.out_of_time():
             return info
+        upgrade_store(self, info)          # a better incumbent first: reduced-cost fixing then shrinks the DP
         self.dp_bound(info)
         if self.can_prune(info["ub"]):
             return None

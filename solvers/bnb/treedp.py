@@ -10,7 +10,9 @@ stored clipped at the unit's saturation point ``z_sat`` (where h becomes flat: 1
 which is exact because ``h(min(s, z_sat) + a) = h(s + a)`` for every ``a >= 0`` once clipped again.
 The order is a path decomposition of the component's group graph: scipy's reverse Cuthill-McKee
 order, or networkx's min-fill-in tree decomposition read depth-first from a peripheral bag when
-that keeps fewer units open.
+that keeps fewer units open.  :func:`frontiers` runs the programme on every component of a problem at
+once (:mod:`memaudit_solvers.bnb.lockstep`: one numpy step per group, with no Python loop over states
+or entries), small components included: their frontier is the one enumerating their stores gives.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..objective import h_values
 from ..problem import Problem
 
-__all__ = ["Frontier", "component_frontier", "group_order", "open_width", "saturation", "TREE_LIMIT"]
+__all__ = ["Frontier", "component_frontier", "frontiers", "group_order", "group_orders", "open_width", "saturation",
+           "TREE_LIMIT"]
 
 #: default largest number of (state, frontier entry) pairs one component's programme may create
 TREE_LIMIT = 300_000
@@ -72,12 +74,6 @@ def saturation(problem: Problem, units: np.ndarray) -> np.ndarray:
     return np.where(flat, np.maximum(last, 0.0), np.inf)
 
 
-def _group_units(problem: Problem, by_group: Mapping[int, Sequence[int]]) -> dict[int, list[int]]:
-    cov = problem.coverage
-    return {g: sorted({int(r) for u in cands for r in cov.indices[cov.indptr[u]:cov.indptr[u + 1]]})
-            for g, cands in by_group.items()}
-
-
 def open_width(order: Sequence[int], g_units: Mapping[int, Sequence[int]]) -> int:
     """Largest number of units open between two groups of ``order`` (covered by a group before and a
     group after): the width of the programme's states.
@@ -112,29 +108,96 @@ def group_order(g_units: Mapping[int, Sequence[int]]) -> list[int]:
     >>> group_order({0: [1], 3: [1, 2], 7: [2]}) in ([0, 3, 7], [7, 3, 0])
     True
     """
+    return group_orders([g_units], [True])[0]
+
+
+def group_orders(comps: Sequence[Mapping[int, Sequence[int]]], trees: Sequence[bool]) -> list[list[int]]:
+    """:func:`group_order` of each component (a map group -> its units); networkx's decomposition is
+    tried only where ``trees[c]``."""
+    groups = [g for g_units in comps for g in sorted(g_units)]
+    g_comp = np.repeat(np.arange(len(comps)), [len(g_units) for g_units in comps])
+    pair_g = np.repeat(np.arange(len(groups)), [len(comps[c][g]) for c, g in zip(g_comp.tolist(), groups)])
+    pair_r = np.array([r for g_units in comps for g in sorted(g_units) for r in g_units[g]], dtype=np.int64)
+    step, _ = _steps(pair_g, pair_r, g_comp, np.array(groups, dtype=np.int64), trees)
+    out: list[list[int]] = [[] for _ in comps]
+    for k in np.lexsort((step, g_comp)).tolist():
+        out[g_comp[k]].append(groups[k])
+    return out
+
+
+def _steps(pair_g: np.ndarray, pair_r: np.ndarray, g_comp: np.ndarray, group_ids: np.ndarray,
+           trees: Sequence[bool]):
+    """Each group's step in its component's order, and each component's :func:`open_width`.
+
+    Groups 0..n-1 (``group_ids`` their names, which order a component of at most two groups),
+    component ``g_comp`` (non-decreasing), coverage pairs ``(pair_g, pair_r)`` sorted.  One reverse
+    Cuthill-McKee run orders every component (it orders each connected part of the graph on its own).
+    """
     import scipy.sparse as sp
     from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-    groups = sorted(g_units)
-    if len(groups) <= 2:
-        return groups
-    units = sorted({r for rs in g_units.values() for r in rs})
-    node = {("g", g): i for i, g in enumerate(groups)}
-    node.update({("r", r): len(groups) + i for i, r in enumerate(units)})
-    gi = [node["g", g] for g in groups for _ in g_units[g]]
-    ri = [node["r", r] for g in groups for r in g_units[g]]
-    n = len(node)
-    adj = sp.csr_array((np.ones(2 * len(gi)), (gi + ri, ri + gi)), shape=(n, n))
-    best = [groups[i] for i in reverse_cuthill_mckee(adj, symmetric_mode=True) if i < len(groups)]
+    n_g, n_comp = g_comp.size, len(trees)
+    units, r_idx = np.unique(pair_r, return_inverse=True)
+    n = n_g + units.size
+    rows = np.concatenate([pair_g, n_g + r_idx])
+    adj = sp.csr_array((np.ones(rows.size), (rows, np.concatenate([n_g + r_idx, pair_g]))), shape=(n, n))
+    pos = np.empty(n, dtype=np.int64)
+    pos[reverse_cuthill_mckee(adj, symmetric_mode=True) if n else np.zeros(0, dtype=np.int64)] = np.arange(n)
+    size = np.bincount(g_comp, minlength=n_comp)
+    start = np.cumsum(size) - size
+    order = np.lexsort((np.where(size[g_comp] <= 2, group_ids, pos[:n_g]), g_comp))
+    step = np.empty(n_g, dtype=np.int64)
+    step[order] = np.arange(n_g) - start[g_comp[order]]
+    width = _widths(step, pair_g, r_idx, units.size, g_comp, start)
+    for c in np.flatnonzero((width > PATH_WIDTH) & np.asarray(trees, dtype=bool) & (size > 2)).tolist():
+        mine = np.flatnonzero(g_comp == c)
+        at = np.isin(pair_g, mine)
+        g_units: dict[int, list[int]] = {int(group_ids[g]): [] for g in mine.tolist()}
+        for g, r in zip(group_ids[pair_g[at]].tolist(), pair_r[at].tolist()):
+            g_units[g].append(r)
+        best = [int(group_ids[g]) for g in mine[np.argsort(step[mine])].tolist()]
+        tree = _tree_order(g_units, best)
+        if tree != best:
+            rank = {g: i for i, g in enumerate(tree)}
+            step[mine] = [rank[int(group_ids[g])] for g in mine.tolist()]
+            width[c] = open_width(tree, g_units)
+    return step, width
+
+
+def _widths(step, pair_g, r_idx, n_units, g_comp, start) -> np.ndarray:
+    """Per component, the most units open after one step (first step < i + 1 <= last step)."""
+    first = np.full(n_units, np.iinfo(np.int64).max)
+    last = np.full(n_units, -1)
+    np.minimum.at(first, r_idx, step[pair_g])
+    np.maximum.at(last, r_idx, step[pair_g])
+    base = np.zeros(n_units, dtype=np.int64)
+    base[r_idx] = start[g_comp[pair_g]]
+    diff = np.zeros(g_comp.size + 1, dtype=np.int64)
+    np.add.at(diff, base + first, 1)
+    np.add.at(diff, base + last, -1)
+    open_after = np.cumsum(diff)[:-1]            # a unit opens and closes inside its component's span
+    width = np.zeros(start.size, dtype=np.int64)
+    has = np.flatnonzero(np.bincount(g_comp, minlength=start.size) > 0)
+    if has.size:
+        width[has] = np.maximum.reduceat(open_after, start[has])
+    return width
+
+
+def _tree_order(g_units: Mapping[int, Sequence[int]], best: list[int]) -> list[int]:
+    """networkx's tree-decomposition order of the groups when it keeps fewer units open than ``best``."""
     best_width = open_width(best, g_units)
+    groups = sorted(g_units)
+    units = sorted({r for rs in g_units.values() for r in rs})
+    n = len(groups) + len(units)
     if best_width <= PATH_WIDTH or n > MAX_DECOMPOSED_NODES:
         return best
     import networkx as nx   # imported only here: it takes a second to load
     from networkx.algorithms.approximation import treewidth_min_fill_in
 
+    unit_node = {r: len(groups) + k for k, r in enumerate(units)}
     graph = nx.Graph()
     graph.add_nodes_from(range(n))
-    graph.add_edges_from(zip(gi, ri))
+    graph.add_edges_from((k, unit_node[r]) for k, g in enumerate(groups) for r in g_units[g])
     _, tree = treewidth_min_fill_in(graph)
     bags = sorted(tree.nodes, key=lambda bag: sorted(bag))
     far = bags[0]
@@ -159,30 +222,67 @@ MAX_DECOMPOSED_NODES = 3000
 #: an order keeping at most this many units open is taken without trying networkx's decomposition
 PATH_WIDTH = 2
 
-#: an h with at most this many pieces is evaluated in plain Python (a numpy call costs more)
-_PY_PIECES = 16
+def frontiers(problem: Problem, comps: Sequence[Mapping[int, Sequence[int]]], *, budget: float = math.inf,
+              limits: Sequence[int | None], deadline: float = math.inf) -> list[Frontier | None]:
+    """The exact frontiers of many components at once (:func:`component_frontier` of each).
+
+    ``limits[c]`` is component c's most (state, entry) pairs, or None for no limit and no test of its
+    open units (a component small enough to enumerate: its pairs are at most its stores times its
+    groups).  All components run together, one numpy step per group
+    (:func:`memaudit_solvers.bnb.lockstep.run_lockstep`), in batches of at most
+    :data:`BATCH_CANDIDATES` candidates.
+    """
+    from ..objective import rows_entries
+    from .lockstep import plan, run_lockstep
+
+    out: list[Frontier | None] = [None] * len(comps)
+    groups = [g for comp in comps for g in sorted(comp)]
+    if not groups:
+        return out
+    g_comp = np.repeat(np.arange(len(comps)), [len(comp) for comp in comps])
+    cands = np.array([u for comp in comps for g in sorted(comp) for u in comp[g]], dtype=np.int64)
+    cand_g = np.repeat(np.arange(len(groups)), [len(comps[c][g]) for c, g in zip(g_comp.tolist(), groups)])
+    row_of, pos = rows_entries(problem.coverage.indptr, cands)
+    span = problem.n_units + 1
+    codes = np.unique(cand_g[row_of] * span + problem.coverage.indices[pos])
+    pair_g, pair_r = codes // span, codes % span
+    step, width = _steps(pair_g, pair_r, g_comp, np.array(groups, dtype=np.int64),
+                         [lim is not None for lim in limits])
+    lim = np.array([math.inf if x is None else float(x) for x in limits])
+    todo = np.flatnonzero(np.isinf(lim) | (width <= MAX_OPEN_UNITS))
+    n_cands = np.bincount(g_comp[cand_g], minlength=len(comps))
+    batch_of = np.zeros(len(comps), dtype=np.int64)
+    batch_of[todo] = np.cumsum(n_cands[todo]) // BATCH_CANDIDATES
+    for b in np.unique(batch_of[todo]).tolist():
+        if time.perf_counter() > deadline:
+            break
+        mine = todo[batch_of[todo] == b]
+        local = np.full(len(comps), -1)
+        local[mine] = np.arange(mine.size)
+        lengths = np.bincount(g_comp, minlength=len(comps))[mine]
+        in_b = local[g_comp] >= 0
+        new_g = np.full(len(groups), -1)
+        new_g[in_b] = (np.cumsum(lengths) - lengths)[local[g_comp[in_b]]] + step[in_b]
+        c_at = np.flatnonzero(in_b[cand_g])
+        c_at = c_at[np.argsort(new_g[cand_g[c_at]], kind="stable")]
+        p_at = np.flatnonzero(in_b[pair_g])
+        p_at = p_at[np.lexsort((pair_r[p_at], new_g[pair_g[p_at]]))]
+        p_g, p_r = new_g[pair_g[p_at]], pair_r[p_at]
+        steps_plan = plan(problem, lengths, cands[c_at], new_g[cand_g[c_at]], p_g, p_r)
+        res = run_lockstep(problem, steps_plan, saturation(problem, p_r), budget=budget, limits=lim[mine],
+                           deadline=deadline)
+        for c, r in zip(mine.tolist(), res):
+            out[c] = None if r is None else Frontier(*r)
+    return out
 
 
-def _h(problem: Problem, r: int, z: float, pieces: dict[int, list[tuple[float, float]]]) -> float:
-    """``h_r(z)``, as :func:`memaudit_solvers.objective.h_values` computes it (the same float operations)."""
-    k = problem.h_slopes.shape[1]
-    if k > _PY_PIECES:
-        return float(h_values(problem, np.array([r]), np.array([z]))[0])
-    if r not in pieces:
-        pieces[r] = list(zip(problem.h_slopes[r].tolist(), problem.h_intercepts[r].tolist()))
-    return min(a * z + b for a, b in pieces[r])
-
-
-def _pareto(costs: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Indices of the entries worth more than every entry costing no more (cost order)."""
-    order = np.lexsort((-values, costs))
-    v = values[order]
-    before = np.maximum.accumulate(np.concatenate([[-np.inf], v[:-1]]))
-    return order[v > before]
+#: most candidates of the components one lockstep run takes (bounds its memory; a run's Python
+#: overhead is per step, so larger batches are faster)
+BATCH_CANDIDATES = 20_000
 
 
 def component_frontier(problem: Problem, by_group: Mapping[int, Sequence[int]], *, budget: float = math.inf,
-                       limit: int = TREE_LIMIT, deadline: float = math.inf) -> Frontier | None:
+                       limit: int | None = TREE_LIMIT, deadline: float = math.inf) -> Frontier | None:
     """The exact (cost, value) Pareto frontier of one component's stores, or None if too large.
 
     Parameters
@@ -192,9 +292,10 @@ def component_frontier(problem: Problem, by_group: Mapping[int, Sequence[int]], 
         The component: every unit its candidates cover is covered by no candidate outside it.
     budget : float
         Stores costing more are dropped as they appear (the frontier is then cut at the budget).
-    limit : int
-        Most (state, frontier entry) pairs created before giving up; ``deadline`` (a
-        ``time.perf_counter()`` value) is checked after every group as well.
+    limit : int or None
+        Most (state, frontier entry) pairs created before giving up (None: no limit, and no test of
+        the open units either); ``deadline`` (a ``time.perf_counter()`` value) is checked after
+        every group as well.
 
     Returns
     -------
@@ -210,87 +311,4 @@ def component_frontier(problem: Problem, by_group: Mapping[int, Sequence[int]], 
     >>> f.costs.tolist(), f.values.tolist(), f.members
     ([1.0, 2.0, 4.0], [1.0, 2.0, 3.0], [(3,), (2,), (0, 2)])
     """
-    g_units = _group_units(problem, by_group)
-    order = group_order(g_units)
-    if open_width(order, g_units) > MAX_OPEN_UNITS:
-        return None
-    units = np.array(sorted({r for rs in g_units.values() for r in rs}), dtype=np.int64)
-    sat = dict(zip(units.tolist(), saturation(problem, units).tolist()))
-    weight = dict(zip(units.tolist(), problem.weights[units].tolist()))
-    last = {r: i for i, g in enumerate(order) for r in g_units[g]}
-    cov = problem.coverage
-    unit_value: dict[tuple[int, float], float] = {}      # w_r h_r(z), computed once per (unit, sum)
-    pieces: dict[int, list[tuple[float, float]]] = {}
-    open_units: list[int] = []
-    # one step per group: the states' keys (sums of the open units, in open_units order), and per
-    # state its entries' costs, values, and back-pointers (previous state, its entry, the candidate)
-    keys: list[tuple[float, ...]] = [()]
-    costs: list[np.ndarray] = [np.zeros(1)]
-    values: list[np.ndarray] = [np.zeros(1)]
-    steps: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
-    created = 1
-    widest = 1
-    for i, g in enumerate(order):
-        nothing: dict[int, float] = {}
-        options = [(-1, 0.0, nothing)]
-        for u in by_group[g]:
-            span = slice(cov.indptr[u], cov.indptr[u + 1])
-            options.append((int(u), float(problem.costs[u]), dict(zip(cov.indices[span].tolist(),
-                                                                      cov.data[span].tolist()))))
-        touched = g_units[g]
-        closing = [r for r in touched if last[r] == i]
-        new_open = sorted((set(open_units) | set(touched)) - set(closing))
-        # per new state: its parts, each (costs, values, previous state, how many entries, candidate);
-        # a state's entries are sorted by cost, so the entries that fit the budget are a prefix
-        buckets: dict[tuple[float, ...], list[tuple[np.ndarray, np.ndarray, int, int, int]]] = {}
-        for sid, key in enumerate(keys):
-            sums = dict(zip(open_units, key))
-            c0, v0 = costs[sid], values[sid]
-            for cand, cost, cover in options:
-                c = c0 + cost
-                n_fit = int(np.searchsorted(c, budget, side="right"))
-                if n_fit == 0:
-                    continue
-                new = {r: min(sums.get(r, 0.0) + cover.get(r, 0.0), sat[r]) for r in touched}
-                gain = 0.0
-                for r in closing:
-                    z = new[r]
-                    if (r, z) not in unit_value:
-                        unit_value[r, z] = weight[r] * _h(problem, r, z, pieces)
-                    gain += unit_value[r, z]
-                new_key = tuple(new[r] if r in new else sums[r] for r in new_open)
-                buckets.setdefault(new_key, []).append((c[:n_fit], v0[:n_fit] + gain, sid, n_fit, cand))
-                created += n_fit
-            if created > limit:            # checked inside a step too: one step's memory stays bounded
-                return None
-        keys, costs, values, step = [], [], [], []
-        for key, parts in buckets.items():
-            c = np.concatenate([p[0] for p in parts])
-            v = np.concatenate([p[1] for p in parts])
-            keep = _pareto(c, v)
-            sizes = np.array([p[3] for p in parts])
-            parent = np.repeat([p[2] for p in parts], sizes)[keep]
-            entry = (np.arange(c.size) - np.repeat(np.cumsum(sizes) - sizes, sizes))[keep]
-            chosen = np.repeat([p[4] for p in parts], sizes)[keep]
-            keys.append(key)
-            costs.append(c[keep])
-            values.append(v[keep])
-            step.append((parent, entry, chosen))
-        steps.append(step)
-        open_units = new_open
-        widest = max(widest, len(keys))
-        if created > limit or time.perf_counter() > deadline:
-            return None
-    # every unit is closed: one state, () -- keep the stores of positive value
-    fin_c, fin_v = costs[0], values[0]
-    keep = np.flatnonzero(fin_v > 0)
-    members = []
-    for e in keep.tolist():
-        sid, store = 0, []
-        for step in reversed(steps):
-            parent, entry, chosen = step[sid]
-            if chosen[e] >= 0:
-                store.append(int(chosen[e]))
-            sid, e = int(parent[e]), int(entry[e])
-        members.append(tuple(sorted(store)))
-    return Frontier(fin_c[keep], fin_v[keep], members, widest, created)
+    return frontiers(problem, [by_group], budget=budget, limits=[limit], deadline=deadline)[0]

@@ -1,0 +1,93 @@
+"""bnb's integer multiple-choice knapsack: dynamic programming over the options reduced-cost fixing keeps.
+
+A node's Lagrangian bound is ``const + max_X sum_{o in X} profit_o`` over one option per group within
+the budget; its LP value is computed in :mod:`memaudit_solvers.bnb.bound`, its integer value here when
+the costs lie on a grid.  Options whose forced bound (``ub_opt``) cannot beat the incumbent by a grid
+step are left out first: every better store uses only the others, and any store using one of them is
+worth at most the largest ``ub_opt`` left out, so ``max(const + DP over the kept options, that largest
+ub_opt)`` bounds the node.  A group with one kept option takes it (its cost and profit are constants);
+the table runs over the remaining groups only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["mckp_table", "kept_mckp"]
+
+
+def mckp_table(profit: np.ndarray, cost_units: np.ndarray, starts: np.ndarray, cap: int):
+    """Best total profit of one option per group (options in contiguous segments from ``starts``) of
+    total cost units at most ``cap``; returns ``(value, picked)`` (-inf and [] when nothing fits).
+
+    ``table[j]`` is the best profit of cost exactly ``j`` so far; each option moves ``table[j - c]``
+    to ``j`` (a slice, no index table).  Among equal profits the first option of the group wins, as
+    ``argmax`` would.
+
+    Examples
+    --------
+    >>> mckp_table(np.array([0.0, 3.0, 5.0, 0.0, 4.0]), np.array([0, 2, 3, 0, 2]), np.array([0, 3]), 4)
+    (7.0, [1, 4])
+    """
+    n_seg = starts.size
+    ends = np.append(starts[1:], profit.size)
+    width = cap + 1
+    table = np.full(width, -np.inf)
+    table[0] = 0.0
+    most = int(np.max(ends - starts)) if n_seg else 0
+    choice = np.zeros((n_seg, width), dtype=np.int16 if most < 2 ** 15 else np.int32)
+    for s in range(n_seg):
+        best = np.full(width, -np.inf)
+        arg = choice[s]
+        for k in range(ends[s] - starts[s]):
+            o = starts[s] + k
+            c = int(cost_units[o])
+            if c >= width:
+                continue
+            moved = table[:width - c] + profit[o]
+            better = moved > best[c:]
+            np.copyto(best[c:], moved, where=better)
+            np.copyto(arg[c:], k, where=better)
+        table = best
+    j = int(np.argmax(table))
+    if not np.isfinite(table[j]):
+        return -math.inf, []
+    value = float(table[j])
+    picked = []
+    for s in range(n_seg - 1, -1, -1):
+        o = int(starts[s] + choice[s, j])
+        picked.append(o)
+        j -= int(cost_units[o])
+    return value, picked[::-1]
+
+
+def kept_mckp(profit: np.ndarray, cost_units: np.ndarray, seg_of: np.ndarray, n_seg: int, keep: np.ndarray,
+              cap: int, max_cells: int):
+    """:func:`mckp_table` over the options ``keep`` marks (options sorted by group ``seg_of``).
+
+    Groups with one kept option take it.  Returns ``(value, picked)`` with ``picked`` indices into
+    the options, or None when the table would exceed ``max_cells`` cells.
+    """
+    kept = np.flatnonzero(keep)
+    per_seg = np.bincount(seg_of[kept], minlength=n_seg)
+    forced = kept[per_seg[seg_of[kept]] == 1]
+    rest = kept[per_seg[seg_of[kept]] >= 2]
+    cap -= int(cost_units[forced].sum())
+    if rest.size:
+        max_use = int(np.maximum.reduceat(cost_units[rest],
+                                          np.flatnonzero(np.r_[True, seg_of[rest][1:] != seg_of[rest][:-1]])).sum())
+        cap = min(cap, max_use)
+    if cap < 0 or per_seg.min(initial=1) == 0:
+        return -math.inf, []
+    if (cap + 1) * rest.size > max_cells:
+        return None
+    base = float(profit[forced].sum()) if forced.size else 0.0
+    if rest.size == 0:
+        return base, forced.tolist()
+    starts = np.flatnonzero(np.r_[True, seg_of[rest][1:] != seg_of[rest][:-1]])
+    value, picked = mckp_table(profit[rest], cost_units[rest], starts, cap)
+    if not math.isfinite(value):
+        return -math.inf, []
+    return base + value, sorted(forced.tolist() + rest[picked].tolist())
