@@ -151,9 +151,9 @@ def parse_args(argv):
                     help="do not run milp-cbc above this many experiences, to shorten a run; 0 = no cap "
                          "(default 0)")
     ap.add_argument("--no-skip", action="store_true",
-                    help="run every method everywhere (by default a method that timed out on at least half the "
-                         "runs of a cell is skipped on the larger sizes of that family and budget, shown as "
-                         "'skipped')")
+                    help="run every method everywhere (by default a back-end other than bnb that timed out on "
+                         "at least half the runs of a cell is skipped on the larger sizes of that family and "
+                         "budget, shown as 'skipped')")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: the smallest sizes of each family (50,100,200 for random) and one seed")
     ap.add_argument("--n-large", type=lambda s: parse_list(s, int, "n-large"), default=[],

@@ -97,9 +97,10 @@ def report_disagreements(where: str, runs: list[dict], disagreements: list) -> i
 
 
 class TimeoutSkips:
-    """Which method to skip where: once a method timed out on at least half the runs of a cell, it is
-    not run on the larger sizes of the same family and budget (shown as ``skipped``, with the size
-    where it timed out).  Off (``enabled=False``) every method runs everywhere."""
+    """Which back-end to skip where: once a method other than bnb timed out on at least half the runs
+    of a cell, it is not run on the larger sizes of the same family and budget (shown as ``skipped``,
+    with the size where it timed out).  bnb, the method under study, always runs.  Off
+    (``enabled=False``) every method runs everywhere."""
 
     def __init__(self, enabled: bool = True):
         self.enabled = enabled
@@ -107,7 +108,7 @@ class TimeoutSkips:
 
     def reason(self, family: str, frac: float, method: str, n: int) -> str | None:
         n0 = self.timed_out.get((family, frac, method))
-        if not self.enabled or n0 is None or n0 >= n:
+        if not self.enabled or method == "bnb" or n0 is None or n0 >= n:
             return None
         return f"timed out at n={n0:,}"
 
