@@ -55,13 +55,13 @@ def random_problem(n_experiences: int, seed: int, *, restate: float = 0.15, upda
     n_fact_values = int(fact_values.size)
     for _ in range(n):
         if n_values and rand() < restate:
-            restated.append(integers(0, n_values))
+            restated.append(int(integers(0, n_values)))
         else:
             restated.append(-1)
             n_values += 1
         is_update = rand() < update
         updates.append(is_update)
-        fact_pick.append(integers(0, n_fact_values))
+        fact_pick.append(int(integers(0, n_fact_values)))
         raw, fact = integers(20, 61), integers(5, 13)
         if is_update:
             drawn.append((raw, fact, integers(8, 16), integers(4, 9)))
