@@ -5,15 +5,16 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_exact.py            # full random grid (tens of minutes)
     .venv/bin/python benchmarks/bench_exact.py --quick    # n = 50, 100, 200, one seed
     .venv/bin/python benchmarks/bench_exact.py --families all --quick      # every family, smallest size
-    .venv/bin/python benchmarks/bench_exact.py --families restate,restate-pwl,restate-cap,validity
-    .venv/bin/python benchmarks/bench_exact.py --n-large 10000,30000 --large-only   # scale series
+    .venv/bin/python benchmarks/bench_exact.py --families all --time-limit 20   # every family and size
+    .venv/bin/python benchmarks/bench_exact.py --n-large 10000,30000,100000 --large-only   # scale series
 
-The markdown table goes to stdout, one progress line per solve to stderr.  The
-script reports speed, it never asserts it.  It does check correctness: every
-method that proves optimality must reach the same value (1e-6 relative), no
-store may beat a proven optimum and no proven bound may sit below it;
-otherwise it prints DISAGREE and exits with code 1.  A method that raises is
-reported with its traceback and the exit code is 2.
+The markdown tables go to stdout (each as soon as it is done), one progress line per
+solve to stderr.  The script reports speed, it never asserts it.  It does check
+correctness: every method that proves optimality must reach the same value (1e-6
+relative), no store may beat a proven optimum and no proven bound may sit below it;
+otherwise it prints DISAGREE and exits with code 1.  A method that raises is reported
+with its traceback and the exit code is 2.  A back-end that timed out on a cell is
+skipped on the larger sizes of the same family and budget, and said so (``--no-skip``).
 """
 
 from __future__ import annotations
