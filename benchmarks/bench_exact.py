@@ -40,7 +40,7 @@ from memaudit_solvers.milp import BACKENDS, installed_backends  # noqa: E402
 from bench_families import FAMILIES, QUICK_FAMILY_SIZES, make_problem  # noqa: E402
 from bench_runs import (METHODS, TimeoutSkips, load_now, log, not_run, report_disagreements,  # noqa: E402
                         solve, warm_up)
-from bench_scale import LARGE_FRACS, large_table, run_large  # noqa: E402
+from bench_scale import LARGE_FRACS, WALL_CAP, large_table, run_large  # noqa: E402
 from bench_tables import budget_label, grid_table, summary_table  # noqa: E402
 
 __all__ = ["main", "parse_args", "run_grid"]
@@ -167,6 +167,9 @@ def parse_args(argv):
                     help=f"budgets of the scale series (default {','.join(map(str, LARGE_FRACS))})")
     ap.add_argument("--large-time-limit", type=float, default=60.0,
                     help="seconds per solver on --n-large (default 60)")
+    ap.add_argument("--large-wall-cap", type=float, default=WALL_CAP,
+                    help=f"seconds of wall clock after which one call of the scale series is stopped and shown as "
+                         f"'stopped', whatever its own time limit (default {WALL_CAP:g})")
     ap.add_argument("--large-only", action="store_true", help="skip the grid; run only --n-large")
     ap.add_argument("--json", metavar="PATH", help="write machine facts and every raw run here")
     args = ap.parse_args(argv)
@@ -187,8 +190,8 @@ def parse_args(argv):
         args.seeds = 1 if args.quick else 3
     if args.seeds < 1:
         ap.error("--seeds must be >= 1")
-    if not args.time_limit > 0 or not args.large_time_limit > 0:
-        ap.error("--time-limit and --large-time-limit must be > 0")
+    if not args.time_limit > 0 or not args.large_time_limit > 0 or not args.large_wall_cap > 0:
+        ap.error("--time-limit, --large-time-limit and --large-wall-cap must be > 0")
     if args.cbc_max_n is not None and args.cbc_max_n <= 0:
         args.cbc_max_n = None
     if args.large_only and not args.n_large:
@@ -264,7 +267,8 @@ def main(argv=None) -> int:
                                                   "skip_after_timeout": not args.no_skip, "n_large": args.n_large,
                                                   "large_family": args.large_family,
                                                   "large_fracs": args.large_fracs,
-                                                  "large_time_limit": args.large_time_limit},
+                                                  "large_time_limit": args.large_time_limit,
+                                                  "large_wall_cap": args.large_wall_cap},
                    "runs": all_runs, "disagreements": disagreements, "elapsed_seconds": elapsed}
         atomic_write(args.json, json.dumps(payload, indent=1, default=str))
         log(f"wrote {args.json}")

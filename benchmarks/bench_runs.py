@@ -21,7 +21,7 @@ __all__ = ["METHODS", "RTOL", "NOT_RUN", "log", "load_now", "not_run", "solve", 
 METHODS = {"bnb": branch_and_bound, **BACKENDS}
 RTOL = CERT_RTOL  # 1e-6, the certification tolerance
 #: statuses of a method that did not solve: nothing to time, nothing to check
-NOT_RUN = ("skipped", "declined", "error")
+NOT_RUN = ("skipped", "declined", "error", "killed")
 
 
 def log(msg: str) -> None:
@@ -113,7 +113,7 @@ class TimeoutSkips:
         return f"timed out at n={n0:,}"
 
     def record(self, family: str, frac: float, method: str, n: int, runs: list[dict]) -> None:
-        done = [r for r in runs if r["status"] not in NOT_RUN]
+        done = [r for r in runs if r["status"] not in NOT_RUN or r["status"] == "killed"]
         if done and 2 * sum(r["status"] != "optimal" for r in done) >= len(done):
             key = (family, frac, method)
             self.timed_out[key] = min(n, self.timed_out.get(key, n))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 import traceback
 
@@ -15,6 +16,45 @@ __all__ = ["LARGE_FRACS", "TARGETS", "run_large", "large_table"]
 LARGE_FRACS = (0.10,)
 #: the speed the exact solver aims at: certified OPT under this many seconds at this many experiences
 TARGETS = {10_000: 10.0, 100_000: 60.0}
+#: default wall-clock cap (seconds) on one call of the scale series, whatever its own time limit says
+WALL_CAP = 300.0
+
+
+def capped(name: str, fn, wall_cap: float) -> dict:
+    """``fn()`` (a record-returning call that never raises) in a forked child, stopped after ``wall_cap``
+    seconds: a solver that does not honour its own time limit cannot hang the benchmark.  A stopped
+    call is the record ``status="killed"``."""
+    from bench_runs import log
+
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+
+    def child():
+        rec = fn()
+        rec.pop("_result", None)
+        send.send(rec)
+
+    proc = ctx.Process(target=child, daemon=True)
+    t0 = time.perf_counter()
+    proc.start()
+    send.close()
+    if receive.poll(wall_cap):
+        try:
+            rec = receive.recv()
+        except EOFError:          # the child ended without an answer
+            rec = None
+        proc.join()
+        if rec is not None:
+            return rec
+        why = f"the child process died (exit code {proc.exitcode})"
+    else:
+        proc.kill()
+        proc.join()
+        why = f"stopped at the wall-clock cap of {wall_cap:g} s (--large-wall-cap), its own time limit notwithstanding"
+    seconds = time.perf_counter() - t0
+    log(f"  !! {name}: {why}")
+    return {"method": name, "seconds": seconds, "wall_time": None, "status": "killed", "value": None,
+            "bound": None, "nodes": None, "message": why}
 
 
 def run_certify(problem, budget: float, time_limit: float) -> dict:
@@ -62,13 +102,17 @@ def run_large(args, n: int, frac: float, methods, all_runs: list, disagreements:
             r = not_run(name, "skipped", why)
             log(f"large n={n} frac={frac:g} {name}: skipped ({why})")
         else:
-            r = solve(name, p, budget, args.large_time_limit)
+            r = capped(name, lambda: solve(name, p, budget, args.large_time_limit), args.large_wall_cap)
             log(f"large n={n} frac={frac:g} {name}: {r['seconds']:.3f}s {r['status']} value={r['value']} "
                 f"bound={r['bound']} nodes={r['nodes']} (load {load_now()})")
         r.pop("_result", None)
         runs[name] = {**base, **r}
         skips.record(key, frac, name, n, [r])
-    cert = {**base, **run_certify(p, budget, args.large_time_limit)}
+    cert = {"certified": False, "summary": "", "backend": None,
+            **capped("certify", lambda: run_certify(p, budget, args.large_time_limit), args.large_wall_cap)}
+    if cert["status"] == "killed":
+        cert["summary"] = f"NOT certified: certify {cert['message']}"
+    cert = {**base, **cert}
     log(f"large n={n} frac={frac:g} certify: {cert['seconds']:.3f}s {cert['summary']} (load {load_now()})")
     all_runs.extend(runs.values())
     all_runs.append(cert)

@@ -35,6 +35,8 @@ def cell_text(runs: list[dict]) -> tuple[str, float | None]:
     for status in ("skipped", "declined"):
         if all(r["status"] == status for r in runs):
             return status, None
+    if all(r["status"] == "killed" for r in runs):
+        return f"stopped after {fmt_seconds(max(r['seconds'] for r in runs))} s", None
     errors = sum(r["status"] == "error" for r in runs)
     if errors:
         return f"error ({errors}/{len(runs)})", None

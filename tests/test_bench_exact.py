@@ -130,6 +130,17 @@ def test_scale_series_times_each_method_and_certification_end_to_end(capsys, tmp
                for n in (60, 90))
 
 
+def test_scale_series_stops_a_call_at_the_wall_clock_cap(capsys):
+    code, out, err = run(capsys, "--n-large", "1500", "--large-only", "--methods", "bnb,milp-highs",
+                         "--large-wall-cap", "0.01")
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if line.startswith("| 1,500 |"))
+    assert row.count("stopped after") == 2 and "(not certified)" in row
+    assert "NOT certified: certify stopped at the wall-clock cap of 0.01 s" in out
+    stopped = [line.split(":")[0].strip() for line in err.splitlines() if "!!" in line]
+    assert stopped == ["!! bnb", "!! milp-highs", "!! certify"]
+
+
 @pytest.mark.parametrize("family", [f for f in FAMILIES if f != "validity"])
 def test_families_are_seeded_and_sized(family):
     p = make_problem(family, 30, 4)
