@@ -158,8 +158,10 @@ def large_table(rows: list[dict], methods, args) -> list[str]:
         notes.append(f"- {row['n']:,} at {budget_label(row['frac'])}: {c['summary']}{attempts}; generating the "
                      f"problem took {row['generate_seconds']:.1f} s (not counted).")
     lines += ["", f"Each method alone, one solve at a time, {args.large_time_limit:g} s limit each (`*` = not proven "
-              "optimal; `skipped` = a back-end that timed out at a smaller size with the same budget; bnb always runs). Certified OPT end to end "
-              "= `memaudit_solvers.certify.certify(problem, budget, time_limit=...)` as the library does it (its "
-              "default method and certifying back-end): the method's solve, the back-end's and their comparison. "
-              "Target: certified OPT for 10,000 experiences under 10 s, for 100,000 under 60 s.", ""] + notes
+              "optimal; `skipped` = a back-end that timed out at a smaller size with the same budget; bnb always "
+              f"runs; `stopped` = no answer within the wall-clock cap of {args.large_wall_cap:g} s). Certified OPT "
+              "end to end = `memaudit_solvers.certify.certify(problem, budget, time_limit=...)` as the library does "
+              "it (its default method and certifying back-end): the method's solve, the back-end's and their "
+              "comparison. Target: certified OPT for 10,000 experiences under 10 s, for 100,000 under 60 s.",
+              ""] + notes
     return lines
