@@ -28,7 +28,7 @@ FAMILIES = {
                     HARD_SIZES, HARD_FRACS),
     "restate-cap": ("`random_problem(n, seed, restate=0.8)` with h = min(2, z)", HARD_SIZES, HARD_FRACS),
     "validity": ("n streams of the `validity` generator (8 entities x 8 attributes, 9 updates each, "
-                 "seeds seed*n .. seed*n+n-1) side by side, about 770 experiences per stream", (1, 3),
+                 "seeds seed*n .. seed*n+n-1) side by side, about 780 experiences per stream", (1, 3),
                  HARD_FRACS),
 }
 #: the sizes of ``--quick``
