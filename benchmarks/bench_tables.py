@@ -32,8 +32,11 @@ def cell_text(runs: list[dict]) -> tuple[str, float | None]:
     """The table entry for one method in one cell, and its median seconds (None when not comparable)."""
     if not runs:
         return "–", None
-    if all(r["status"] == "skipped" for r in runs):
-        return "skipped", None
+    for status in ("skipped", "declined"):
+        if all(r["status"] == status for r in runs):
+            return status, None
+    if all(r["status"] == "killed" for r in runs):
+        return f"stopped after {fmt_seconds(max(r['seconds'] for r in runs))} s", None
     errors = sum(r["status"] == "error" for r in runs)
     if errors:
         return f"error ({errors}/{len(runs)})", None
@@ -77,11 +80,16 @@ def summary_table(family_cells: dict, methods) -> list[str]:
             hw, hc = max(hr, key=lambda t: t[0])
             row += [f"{statistics.median(r for r, _ in hr):.2f}", f"{hw:.2f} (n={hc['n']} {budget_label(hc['frac'])})"]
         for m in methods:
-            runs = [r for c in cells for r in c["by_method"].get(m, []) if r["status"] not in ("skipped", "error")]
-            row.append(f"{sum(r['status'] != 'optimal' for r in runs)}/{len(runs)}")
+            every = [r for c in cells for r in c["by_method"].get(m, [])]
+            runs = [r for r in every if r["status"] not in ("skipped", "declined", "error")]
+            n_skipped = sum(r["status"] == "skipped" for r in every)
+            row.append(f"{sum(r['status'] != 'optimal' for r in runs)}/{len(runs)}"
+                       + (f" (+{n_skipped} skipped)" if n_skipped else ""))
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", "Ratios are of median seconds per cell (a time-out counts as its time limit); worst cell = the "
-              "largest ratio; time-outs = runs not proven optimal within the limit, over all seeds."]
+              "largest ratio; time-outs = runs not proven optimal within the limit, over all seeds; skipped = "
+              "runs not made because the method timed out at a smaller size with the same budget (such a "
+              "method is left out of the fastest-MILP comparison where it was skipped)."]
     return lines
 
 
@@ -118,6 +126,15 @@ def grid_table(cells, methods, args, ratios_out: list | None = None) -> list[str
                  "MILP back-end in that cell.")
     if "milp-cbc" in methods and args.cbc_max_n is not None and any(c["n"] > args.cbc_max_n for c in cells):
         lines.append(f"`skipped`: CBC not run for n > {args.cbc_max_n} (`--cbc-max-n`), to keep the run short.")
+    skipped = sorted({(m, r["message"], c["frac"]) for c in cells for m in methods for r in c["by_method"][m]
+                      if r["status"] == "skipped" and r.get("message", "").startswith("timed out")})
+    if skipped:
+        lines.append("`skipped`: not run on the larger sizes after timing out on at least half the runs of a cell "
+                     "with the same budget (`--no-skip` runs everything): "
+                     + "; ".join(f"{m} {msg} {budget_label(f)}" for m, msg, f in skipped) + ".")
+    declined = sorted({m for c in cells for m in methods for r in c["by_method"][m] if r["status"] == "declined"})
+    if declined:
+        lines.append("`declined`: the back-end cannot state these problems exactly (" + ", ".join(declined) + ").")
     if ratios:
         faster = sum(r <= 1.0 for r, _ in ratios)
         five = sum(r <= 0.2 for r, _ in ratios)

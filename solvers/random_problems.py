@@ -9,6 +9,9 @@ from .problem import Problem
 
 __all__ = ["random_problem", "tiny_problem"]
 
+#: candidate kinds of :func:`random_problem`, by code
+_KINDS = ("raw", "fact", "update", "tombstone", "summary")
+
 
 def random_problem(n_experiences: int, seed: int, *, restate: float = 0.15, update: float = 0.5,
                    coverage_values=(0.5, 1.0)) -> Problem:
@@ -34,48 +37,68 @@ def random_problem(n_experiences: int, seed: int, *, restate: float = 0.15, upda
     True
     """
     rng = np.random.default_rng(seed)
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
-    costs: list[float] = []
-    groups: list[int] = []
-    kinds: list[str] = []
-    n_units = 0
-    value_units: list[int] = []
-
-    def add(g, kind, cost, cover):
-        u = len(costs)
-        kinds.append(kind)
-        costs.append(float(cost))
-        groups.append(g)
-        for r, a in cover:
-            rows.append(u)
-            cols.append(r)
-            vals.append(a)
-
-    for g in range(n_experiences):
-        if value_units and rng.random() < restate:
-            value = int(rng.choice(value_units))
+    fact_values = np.asarray(coverage_values, dtype=float).reshape(-1)
+    n = int(n_experiences)
+    if n > 0 and fact_values.size == 0:
+        raise ValueError("coverage_values must not be empty")
+    # The draws, one experience at a time, in exactly the order of the first (pure Python)
+    # version: the stream is data-dependent (a restated value or an update draws more), so it
+    # cannot be drawn in bulk without re-implementing the Generator.  ``rng.choice(seq)`` draws
+    # ``rng.integers(0, len(seq))``, so indexing by that draw keeps the stream and avoids
+    # converting a growing list per call (quadratic time).  Everything else is numpy.
+    rand, integers = rng.random, rng.integers
+    restated: list[int] = []      # per experience: index among the new values so far, -1 = a new value
+    updates: list[bool] = []
+    fact_pick: list[int] = []     # index into coverage_values for the fact candidate
+    drawn: list[tuple] = []       # costs: raw, fact, then update and tombstone, or summary (0 = none)
+    n_values = 0
+    n_fact_values = int(fact_values.size)
+    for _ in range(n):
+        if n_values and rand() < restate:
+            restated.append(int(integers(0, n_values)))
         else:
-            value = n_units
-            n_units += 1
-            value_units.append(value)
-        validity = None
-        if rng.random() < update:
-            validity = n_units
-            n_units += 1
-        fact_cov = float(rng.choice(coverage_values))
-        own = [(value, 1.0)] + ([(validity, 1.0)] if validity is not None else [])
-        add(g, "raw", rng.integers(20, 61), own)
-        add(g, "fact", rng.integers(5, 13), [(value, fact_cov)])
-        if validity is not None:
-            add(g, "update", rng.integers(8, 16), [(value, 1.0), (validity, 1.0)])
-            add(g, "tombstone", rng.integers(4, 9), [(validity, 1.0)])
-        elif rng.random() < 0.5:
-            add(g, "summary", rng.integers(10, 21), [(value, 1.0)])
+            restated.append(-1)
+            n_values += 1
+        is_update = rand() < update
+        updates.append(is_update)
+        fact_pick.append(int(integers(0, n_fact_values)))
+        raw, fact = integers(20, 61), integers(5, 13)
+        if is_update:
+            drawn.append((raw, fact, integers(8, 16), integers(4, 9)))
+        elif rand() < 0.5:
+            drawn.append((raw, fact, integers(10, 21), 0))
+        else:
+            drawn.append((raw, fact, 0, 0))
+    restated_a = np.array(restated, dtype=np.int64)
+    updates_a = np.array(updates, dtype=bool)
+    costs_drawn = np.array(drawn, dtype=np.int64).reshape(n, 4)
+    has_summary = ~updates_a & (costs_drawn[:, 2] > 0)
+    # units: a new value takes the next index, then its validity unit (for an update) the one after
+    new_value = restated_a < 0
+    first_unit = np.concatenate([[0], np.cumsum(new_value.astype(np.int64) + updates_a)]).astype(np.int64)
+    n_units = int(first_unit[-1])
+    values = first_unit[:-1].copy()
+    values[~new_value] = values[new_value][restated_a[~new_value]]   # restated: the earlier value's unit
+    validity = first_unit[:-1] + new_value                            # meaningful only for updates
+    # candidates per experience, in order: raw, fact, then update and tombstone, or a summary
+    n_cands = 2 + 2 * updates_a.astype(np.int64) + has_summary
+    groups = np.repeat(np.arange(n, dtype=np.int64), n_cands)
+    slot = np.arange(groups.size) - np.repeat(np.cumsum(n_cands) - n_cands, n_cands)
+    upd = updates_a[groups]
+    kind_codes = np.where(slot < 2, slot, np.where(upd, slot, 4))   # indices into _KINDS
+    costs = costs_drawn[groups, slot].astype(float)
+    # coverage: the value (every kind but tombstone), the validity unit (raw, update and tombstone of an update)
+    cand = np.arange(groups.size)
+    has_v = kind_codes != 3
+    has_d = upd & (kind_codes != 1)
+    v_val = np.where(kind_codes == 1, fact_values[np.array(fact_pick, dtype=np.int64)[groups]], 1.0)
+    rows = np.concatenate([cand[has_v], cand[has_d]])
+    cols = np.concatenate([values[groups][has_v], validity[groups][has_d]])
+    vals = np.concatenate([v_val[has_v], np.ones(int(has_d.sum()))])
     weights = rng.integers(1, 4, size=n_units).astype(float)
-    cov = sp.csr_array((vals, (rows, cols)), shape=(len(costs), n_units))
-    return Problem.build(costs, groups, cov, weights, n_groups=n_experiences, kinds=kinds)
+    cov = sp.csr_array((vals, (rows, cols)), shape=(groups.size, n_units))
+    kinds = [_KINDS[k] for k in kind_codes.tolist()]
+    return Problem.build(costs, groups, cov, weights, n_groups=n, kinds=kinds)
 
 
 def tiny_problem(seed: int, *, n_candidates: int = 10, n_units: int = 5, pieces: str = "min1") -> Problem:
