@@ -13,7 +13,7 @@ import numpy as np
 from ..objective import evaluate
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
-from .model import (FEASIBILITY_TOL, _check_hint, _checked_store, _check_settings, _hint_columns, _hint_stats, _Model,
+from .model import (FEASIBILITY_TOL, _check_hint, _checked_store, _check_settings, _hint_columns, _Model,
                     _prepare, _unscaled_bound)
 from .scaling import _Grid, _grid_gap, _grid_message
 from .versions import _unavailable, backend_versions
@@ -127,9 +127,7 @@ def milp_cbc(problem: Problem, budget: float, /, *, time_limit: float | None = N
                                            backend_versions()["milp-cbc"], settings, started)
     if trivial is not None:
         return trivial
-    start = _hint_columns(problem, model, grid, hint)
-    if hint is not None:
-        stats["warm_start"] = _hint_stats(problem, hint)
+    start = _hint_columns(problem, model, grid, hint, stats)
     step, abs_gap = _grid_gap(problem, budget, model, grid, stats)   # F on a grid: stop one step short
     prob, xs, n_rows = _cbc_problem(pulp, model, grid, start)
     path = cbcbox.cbc_bin_path()

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
-from .model import RANDOM_SEED, _check_hint, _check_settings, _hint_columns, _hint_stats, _reduced_model, _trivial
+from .model import RANDOM_SEED, _check_hint, _check_settings, _hint_columns, _reduced_model, _trivial
 from .scaling import _scale_for_cpsat
 from .versions import _unavailable, backend_versions
 
@@ -106,11 +106,10 @@ def cpsat(problem: Problem, budget: float, /, *, time_limit: float | None = None
         expr = lin.weighted_sum([ys[r]] + [xs[j] for j in idx[s:e]], [1] + [-c for c in coefs[s:e]])
         m.add(expr <= rhs).with_name(names[i])
     m.maximize(lin.weighted_sum(ys, scaled.objective.tolist()))
-    start = _hint_columns(problem, model, grid, hint)
+    start = _hint_columns(problem, model, grid, hint, stats)
     if start is not None:
         for var, v in zip(xs + ys, start.tolist()):
             m.add_hint(var, int(round(v)))
-        stats["warm_start"] = _hint_stats(problem, hint)
 
     solver = cp_model.CpSolver()
     params = solver.parameters

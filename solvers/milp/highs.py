@@ -10,7 +10,7 @@ import numpy as np
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
 from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_hint, _checked_store, _check_settings, _hint_columns,
-                    _hint_stats, _Model, _prepare, _unscaled_bound, _zero_gap)
+                    _Model, _prepare, _unscaled_bound, _zero_gap)
 from .scaling import _Grid, _grid_gap, _grid_message
 from .versions import _dist_version, _unavailable
 
@@ -177,9 +177,7 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
     lp = _highs_lp(highspy, model, grid)
     # F is a multiple of step: HiGHS may stop once its bound is less than one step above its store
     step, abs_gap = _grid_gap(problem, budget, model, grid, stats)
-    start = _hint_columns(problem, model, grid, hint)
-    if hint is not None:
-        stats["warm_start"] = _hint_stats(problem, hint)
+    start = _hint_columns(problem, model, grid, hint, stats)
     t1 = time.perf_counter()
     h, run_status = _solve_highs(highspy, lp, settings, started, start=start, abs_gap=abs_gap)
     if h.getModelStatus() in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):

@@ -304,9 +304,9 @@ def _prepare(problem: Problem, budget: float, method: str, backend: str, version
     return None, model, grid, stats
 
 
-def _hint_columns(problem: Problem, model: _Model, grid: _Grid | None, hint) -> np.ndarray | None:
+def _hint_columns(problem: Problem, model: _Model, grid: _Grid | None, hint, stats: dict) -> np.ndarray | None:
     """The model's column values (x then y) at the store ``hint``, for a back-end's MIP start; None
-    without a hint.
+    without a hint.  ``stats["warm_start"]`` records the hint's size and value F.
 
     ``hint`` is a store of the problem (candidate indices, checked feasible by the caller).  A
     candidate dominated inside its group is replaced by its kept dominator (same group, cost no
@@ -319,6 +319,7 @@ def _hint_columns(problem: Problem, model: _Model, grid: _Grid | None, hint) -> 
     if hint is None:
         return None
     store = np.asarray(hint, dtype=np.int64).reshape(-1)
+    stats["warm_start"] = {"n_chosen": int(store.size), "value": float(evaluate(problem, store))}
     # a hinted candidate our presolve dropped is replaced by the kept candidate that dominates it
     swap = np.isin(model.replaced, store)
     store = np.concatenate([store, model.replacement[swap]])
@@ -332,11 +333,6 @@ def _hint_columns(problem: Problem, model: _Model, grid: _Grid | None, hint) -> 
     y = col_upper[model.n_x:].copy()
     np.minimum.at(y, model.piece_units, room)
     return np.concatenate([x, np.maximum(y, 0.0)])
-
-
-def _hint_stats(problem: Problem, hint: np.ndarray) -> dict:
-    """What ``stats["warm_start"]`` records of a hint: its size and its value F."""
-    return {"n_chosen": int(hint.size), "value": float(evaluate(problem, hint))}
 
 
 def _check_hint(problem: Problem, budget: float, hint) -> np.ndarray | None:

@@ -54,8 +54,9 @@ def group_dominance(costs: np.ndarray, groups: np.ndarray, coverage: sp.csr_arra
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     a = sp.csr_array(coverage)
     diff = sp.csr_array(a[v] - a[u])
-    worse = np.bincount(np.repeat(np.arange(u.size), np.diff(diff.indptr))[diff.data < 0], minlength=u.size) > 0
-    better = np.bincount(np.repeat(np.arange(u.size), np.diff(diff.indptr))[diff.data > 0], minlength=u.size) > 0
+    pair_of = np.repeat(np.arange(u.size), np.diff(diff.indptr))   # the pair of each stored difference
+    worse = np.bincount(pair_of[diff.data < 0], minlength=u.size) > 0
+    better = np.bincount(pair_of[diff.data > 0], minlength=u.size) > 0
     dominates = ~worse & (costs[v] <= costs[u]) & (better | (costs[v] < costs[u]) | (v < u))
     u, v = u[dominates], v[dominates]
     if u.size == 0:

@@ -10,7 +10,7 @@ import numpy as np
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
 from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_hint, _check_settings, _checked_store, _hint_columns,
-                    _hint_stats, _Model, _prepare, _unscaled_bound, _zero_gap)
+                    _Model, _prepare, _unscaled_bound, _zero_gap)
 from .scaling import _Grid, _grid_gap, _grid_message
 from .versions import _unavailable, backend_versions
 
@@ -114,12 +114,12 @@ def milp_scip(problem: Problem, budget: float, /, *, time_limit: float | None = 
     stats["symmetry"] = model.n_x <= _SYMMETRY_MAX_COLUMNS
     if settings["time_limit"] is not None:
         m.setParam("limits/time", max(settings["time_limit"] - (time.perf_counter() - started), 1e-3))
-    start = _hint_columns(problem, model, grid, hint)
+    start = _hint_columns(problem, model, grid, hint, stats)
     if start is not None:
         sol = m.createSol()
         for var, v in zip(columns, start.tolist()):
             m.setSolVal(sol, var, v)
-        stats["warm_start"] = dict(_hint_stats(problem, hint), accepted=bool(m.addSol(sol, free=True)))
+        stats["warm_start"]["accepted"] = bool(m.addSol(sol, free=True))
     t1 = time.perf_counter()
     m.optimize()
     t2 = time.perf_counter()
