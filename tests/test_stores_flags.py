@@ -64,3 +64,11 @@ def test_bad_max_bytes_is_a_usage_error_in_the_one_template(tmp_path, value, rul
     r = _run("audit", LEDGERLINE, LETTA, "--max-bytes", value)
     assert r.exit_code == 2
     assert f"option '--max-bytes': setting 'max_bytes' must be {rule}; got" in r.output
+
+
+def test_a_bad_max_bytes_is_refused_before_reading_without_naming_a_product():
+    from memaudit.stores import StoreError
+    with pytest.raises(StoreError, match=r"^importer: setting 'max_bytes' must be none or an integer >= 0; got -1$"):
+        load_any(LETTA, max_bytes=-1)
+    with pytest.raises(StoreError, match=r"^importer 'letta': setting 'max_bytes'"):
+        load_any(LETTA, "letta", max_bytes=-1)

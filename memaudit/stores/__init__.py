@@ -149,7 +149,13 @@ def load_any(path, product: str | None = None, *, max_bytes: int | None = DEFAUL
         Unknown product, or content that matches no product (the message says to pass the product
         and names the shape seen).
     """
-    check_importer_settings(product or "amem", {"max_bytes": max_bytes})  # every importer declares max_bytes alike
+    if product is not None:
+        check_importer_settings(product, {"max_bytes": max_bytes})
+    else:  # checked before reading; every importer declares max_bytes alike
+        try:
+            _MAX_BYTES.check("importer", max_bytes)
+        except ValueError as exc:
+            raise StoreError(str(exc)) from None
     path = os.fspath(path)
     doc = read_document(path, max_bytes=_limit(max_bytes), product=product or "store")
     data = doc.data
