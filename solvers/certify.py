@@ -178,12 +178,15 @@ def certify(problem: Problem, budget: float, /, *, method: str = "bnb", backend:
     if time_box is not None and time_box != "default" and (isinstance(time_box, (bool, str))
                                                           or not 0 < time_box < math.inf):
         raise ValueError(f"time_box must be None, 'default' or a number of seconds > 0; got {time_box!r}")
+    from .settings import TIME_LIMIT
+
+    shared_limit = dataclasses.replace(TIME_LIMIT, name="backend_time_limit").check("certify", backend_time_limit)
     a = run_backend(method, problem, budget, time_limit)
     if time_box is None:
         box, shared = time_limit, None
     else:
         box = default_time_box(a.wall_time) if time_box == "default" else float(time_box)
-        shared = time_limit if backend_time_limit is None else backend_time_limit
+        shared = time_limit if shared_limit is None else shared_limit
     out = certify_result(problem, budget, a, backends, time_box=box, time_limit=shared,
                          retry=retry and time_box is not None,
                          warm_start=warm_start, rtol=rtol)

@@ -191,6 +191,12 @@ def test_certify_refuses_a_bad_time_box(box):
         certify(P, B, time_box=box)
 
 
+@pytest.mark.parametrize("limit", [0, -1, math.nan, "5"])
+def test_certify_refuses_a_bad_backend_time_limit(limit):
+    with pytest.raises(ValueError, match=r"^certify: setting 'backend_time_limit' must be none or a number > 0; got "):
+        certify(P, B, time_box=1.0, backend_time_limit=limit)
+
+
 def test_certify_retries_the_closest_time_out_with_the_time_left(broken):
     """A stand-in for CBC that times out under a 5 s limit and proves with more: boxed at 1 s with 30 s
     to share, the retry certifies, as ``memaudit solve --backend cbc,cbc --backend-time-box 1`` does."""
