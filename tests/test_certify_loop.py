@@ -133,6 +133,9 @@ def test_a_back_end_that_is_not_installed_is_tried_in_this_process(monkeypatch):
     assert out.attempts[0].outcome == "unavailable" and "pip install pyscipopt" in out.attempts[0].line()
     with pytest.raises(BackendUnavailable, match="pip install pyscipopt"):
         certify(P, B, backend="milp-scip")
+    c = certify(P, B, backend=("milp-scip", "brute"))     # in a sequence the next one runs, as in solve
+    assert c.certified and c.attempts == ["milp-scip is not installed (milp-scip needs pyscipopt, which is not "
+                                          "installed: pip install pyscipopt)"]
 
 
 def test_the_report_texts_are_the_callers(monkeypatch):
@@ -173,6 +176,19 @@ def test_one_named_back_end_propagates_its_refusal_and_a_sequence_falls_through(
     c = certify(P, B, backend=("cpsat",))
     assert not c.certified and c.results == (c.results[0],)
     assert c.reasons == ["no back-end could check the result: cpsat declined: the data do not scale to integers"]
+
+
+def test_a_back_end_that_stops_without_a_proof_hands_over_in_a_sequence(broken):
+    def feasible_only(problem, budget, **settings):
+        return make_result(problem, budget, method="milp-highs", settings={}, chosen=[2], status="feasible",
+                           bound=3.0, started=time.perf_counter())
+
+    broken("milp-highs", feasible_only)
+    c = certify(P, B, backend=("milp-highs", "brute"))
+    assert c.certified and c.results[1].method == "brute"
+    assert c.attempts[0].startswith("milp-highs stopped without a proof after ")
+    c = certify(P, B, backend="milp-highs")               # alone: its result is compared, and not certified
+    assert not c.certified and "milp-highs did not prove optimality (status feasible)" in c.reasons
 
 
 def test_certify_gives_each_back_end_its_time_box():
