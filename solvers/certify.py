@@ -12,6 +12,7 @@ from .exact import rescale_factors, rescaled
 from .objective import evaluate, infeasibility
 from .problem import Problem
 from .result import Result, check_budget, make_result
+from .settings import TIME_LIMIT
 
 __all__ = ["Certification", "CERT_RTOL", "agree", "compare_results", "run_rescaled", "certify"]
 
@@ -178,8 +179,6 @@ def certify(problem: Problem, budget: float, /, *, method: str = "bnb", backend:
     if time_box is not None and time_box != "default" and (isinstance(time_box, (bool, str))
                                                           or not 0 < time_box < math.inf):
         raise ValueError(f"time_box must be None, 'default' or a number of seconds > 0; got {time_box!r}")
-    from .settings import TIME_LIMIT
-
     shared_limit = dataclasses.replace(TIME_LIMIT, name="backend_time_limit").check("certify", backend_time_limit)
     a = run_backend(method, problem, budget, time_limit)
     if time_box is None:
