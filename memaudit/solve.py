@@ -377,8 +377,7 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
     if auto:
         box = time_box if time_box is not None else default_time_box(result.wall_time)
         out = certify_store(problem, budget, result, order, time_box=box, time_limit=backend_time_limit,
-                            fall_through=_AUTO_FALL_THROUGH, retry=True, warm_start=warm_start, rtol=rtol, say=say,
-                            boxed=True)
+                            retry=True, warm_start=warm_start, rtol=rtol, say=say, boxed=True)
     else:
         box = None
         # a back-end that fails on valid data is a solver failure: say so and try the next one
@@ -390,6 +389,6 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
                        warm_start=warm_start, **common)
 
 
-#: ``auto`` falls through on every outcome but a proof; an explicit back-end only past a failure
-_AUTO_FALL_THROUGH = frozenset({"timeout", "not proven", "declined", "failed", "unavailable"})
+#: ``auto`` falls through on every outcome but a proof (the default of certify_store); an explicit
+#: back-end only past a failure
 _EXPLICIT_FALL_THROUGH = frozenset({"declined", "failed", "unavailable"})

@@ -6,11 +6,13 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from .exact import rescale_factors, rescaled
 from .objective import evaluate, infeasibility
 from .problem import Problem
-from .result import Declined, Result, SolverError, check_budget, make_result
+from .result import Result, check_budget, make_result
+from .settings import TIME_LIMIT
 
 __all__ = ["Certification", "CERT_RTOL", "agree", "compare_results", "run_rescaled", "certify"]
 
@@ -33,7 +35,7 @@ class Certification:
     results: tuple
     rtol: float
     reasons: list = field(default_factory=list)
-    attempts: list = field(default_factory=list)   # back-ends that declined or failed before the one used
+    attempts: list = field(default_factory=list)   # one line per back-end attempt that did not count
 
     @property
     def summary(self) -> str:
@@ -116,20 +118,38 @@ def run_rescaled(fn, problem: Problem, budget: float, /, **settings) -> Result:
     return dataclasses.replace(out, wall_time=r.wall_time + out.wall_time)
 
 
-def certify(problem: Problem, budget: float, /, *, method: str = "bnb", backend="milp-highs",
-            time_limit: float | None = None, rtol: float = CERT_RTOL, warm_start: bool = True) -> Certification:
+def certify(problem: Problem, budget: float, /, *, method: str = "bnb", backend: str | Sequence[str] = "milp-highs",
+            time_limit: float | None = None, rtol: float = CERT_RTOL, warm_start: bool = True,
+            time_box: float | str | None = None, backend_time_limit: float | None = None,
+            retry: bool = True) -> Certification:
     """Solve with ``method`` and with an independent back-end, then :func:`compare_results`.
 
-    ``backend`` is one name (its ``Declined`` or ``SolverError`` propagates) or a sequence
-    of names tried in order: a back-end that declines the data, fails
-    (:class:`~memaudit_solvers.result.Declined`, :class:`~memaudit_solvers.result.SolverError`) or
-    stops at ``time_limit`` without a proof is recorded in ``Certification.attempts`` and the next
-    one runs (after the last, its time-out is the answer).  Every method runs through
+    ``backend`` is one name (its ``Declined``, ``SolverError`` or ``BackendUnavailable`` propagates) or a
+    sequence of names tried in order (:func:`memaudit_solvers.fallthrough.certify_result`, the loop
+    ``memaudit solve`` uses): a back-end that declines the data, fails
+    (:class:`~memaudit_solvers.result.Declined`, :class:`~memaudit_solvers.result.SolverError`), is not
+    installed, or stops without a proof is recorded in ``Certification.attempts`` and the next one runs;
+    when none proves anything, the time-out that came closest is the answer.  Every method runs through
     :func:`run_rescaled`.
 
     With ``warm_start`` (default) each MILP back-end is given the method's store as a MIP start
     (``hint``): it checks that store in its own model and starts from it, but its bound is its own
     and nothing the method proved reaches it, so the two proofs stay independent.
+
+    Parameters
+    ----------
+    time_limit : float or None
+        Seconds for the method and, without a ``time_box``, for each back-end.
+    time_box : float, ``"default"`` or None
+        Seconds each back-end gets (``"default"``:
+        :func:`~memaudit_solvers.fallthrough.default_time_box` of the method's time, as ``memaudit solve
+        --backend auto`` does); None (default): no box, each back-end has ``time_limit``.  The box is
+        the back-end's own time limit, run in this process.
+    backend_time_limit : float or None
+        With a time box: the seconds all back-end attempts share (default ``time_limit``).
+    retry : bool
+        With a time box: when every attempt timed out and ``backend_time_limit`` is not spent, the one
+        that came closest runs again with the time left (default True).
 
     Examples
     --------
@@ -142,9 +162,11 @@ def certify(problem: Problem, budget: float, /, *, method: str = "bnb", backend=
     'cpsat'
     >>> certify(p, 4).results[1].stats["warm_start"]
     {'n_chosen': 2, 'value': 2.5}
+    >>> certify(p, 4, backend=("milp-cbc", "milp-highs"), time_box=5.0).certified
+    True
     """
-    from .milp import BACKENDS
-    from .registry import EXACT_METHODS, get_method
+    from .fallthrough import certify_result, default_time_box, run_backend
+    from .registry import EXACT_METHODS
 
     backends = [backend] if isinstance(backend, str) else list(backend)
     if not backends:
@@ -154,26 +176,23 @@ def certify(problem: Problem, budget: float, /, *, method: str = "bnb", backend=
             raise ValueError(f"{name!r} is not an exact method; choose from {', '.join(sorted(EXACT_METHODS))}")
     if method in backends:
         raise ValueError("certification needs two different methods; got the same one twice")
-    kwargs = {} if time_limit is None else {"time_limit": time_limit}
-
-    def run(name, hint=None):
-        extra = {"hint": hint} if hint is not None and name in BACKENDS else {}
-        return run_rescaled(get_method(name), problem, budget, **(kwargs if name != "brute" else {}), **extra)
-
-    a = run(method)
-    hint = a.chosen if warm_start else None
-    attempts = []
-    for i, name in enumerate(backends):
-        try:
-            b = run(name, hint)
-        except (Declined, SolverError) as exc:
-            if isinstance(backend, str):
-                raise           # one back-end asked for: its refusal is the answer
-            attempts.append(f"{name} {'declined' if isinstance(exc, Declined) else 'failed'}: {exc}")
-            continue
-        if b.status == "timeout" and i + 1 < len(backends):
-            attempts.append(f"{name} timed out after {b.wall_time:.3g} s (bound {b.bound:.10g})")
-            continue
-        return dataclasses.replace(compare_results(problem, budget, a, b, rtol=rtol), attempts=attempts)
+    if time_box is not None and time_box != "default" and (isinstance(time_box, (bool, str))
+                                                          or not 0 < time_box < math.inf):
+        raise ValueError(f"time_box must be None, 'default' or a number of seconds > 0; got {time_box!r}")
+    shared_limit = dataclasses.replace(TIME_LIMIT, name="backend_time_limit").check("certify", backend_time_limit)
+    a = run_backend(method, problem, budget, time_limit)
+    if time_box is None:
+        box, shared = time_limit, None
+    else:
+        box = default_time_box(a.wall_time) if time_box == "default" else float(time_box)
+        shared = time_limit if shared_limit is None else shared_limit
+    out = certify_result(problem, budget, a, backends, time_box=box, time_limit=shared,
+                         retry=retry and time_box is not None,
+                         warm_start=warm_start, rtol=rtol)
+    attempts = [at.line() for at in out.attempts if not at.counted]
+    if out.certification is not None:
+        return dataclasses.replace(out.certification, attempts=attempts)
+    if isinstance(backend, str) and out.attempts and out.attempts[-1].error is not None:
+        raise out.attempts[-1].error    # one back-end asked for: its refusal is the answer
     return Certification(certified=False, value=a.value, results=(a,), rtol=rtol,
                          reasons=["no back-end could check the result: " + "; ".join(attempts)], attempts=attempts)

@@ -15,14 +15,13 @@ import functools
 
 from .baselines import (PICKS, density, density_global, fifo, gvt, gvt_geometric, gvt_upgrade, kind_greedy,
                         kind_writer, random_store, recency, recency_raw)
-from .bnb import branch_and_bound
-from .bnb.treedp import TREE_LIMIT
+from .bnb import BNB_SETTINGS, branch_and_bound
 from .bruteforce import MAX_BRUTE_STORES, brute_force
 from .enumeration import greedy_enum
 from .greedy import greedy
 from .milp import BACKENDS
 from .result import Result
-from .settings import Setting, validate_settings
+from .settings import TIME_LIMIT, Setting, validate_settings
 
 __all__ = ["METHODS", "EXACT_METHODS", "BASELINES", "ONLINE_METHODS", "NEEDS_KINDS", "BACKENDS", "SETTINGS",
            "PROGRESS_METHODS", "get_method", "run_method", "method_names", "method_settings", "check_settings",
@@ -30,8 +29,6 @@ __all__ = ["METHODS", "EXACT_METHODS", "BASELINES", "ONLINE_METHODS", "NEEDS_KIN
 
 # -- the settings methods declare (shared declarations are one object) -----------------------
 
-TIME_LIMIT = Setting("time_limit", float, None, "Seconds before the search stops with its best store (none: no limit).",
-                     low=0, low_open=True, optional=True)
 THREADS = Setting("threads", int, 1, "Threads the back-end may use.", low=1)
 INTEGRAL_Y = Setting("integral_y", bool, True, "State the piece variables y as integers (exact h on every piece).")
 SEED = Setting("seed", int, 0, "Seed of the random store.", low=0)
@@ -43,14 +40,7 @@ BEST_SINGLE = Setting("best_single", bool, True, "Return the best single candida
 PICK = Setting("pick", str, "verbatim", "What the writer writes for each experience: verbatim (its largest "
                "candidate, the raw span), cheapest, or value (largest standalone value; reads the query weights).",
                choices=PICKS)
-_BNB = (TIME_LIMIT,
-        Setting("root_lp", bool, True, "Bound the root with the LP relaxation (off: Lagrangian bounds only)."),
-        Setting("node_lp", bool, True, "Re-solve the LP at search nodes."),
-        Setting("max_combos", int, 4096, "Largest number of group combinations a component enumerates.", low=1),
-        Setting("dp_limit", int, 20_000_000, "Largest table (cells) of the knapsack dynamic programme that gives "
-                "the bound its integer value.", low=1),
-        Setting("tree_limit", int, TREE_LIMIT, "Largest number of (state, entry) pairs of the exact dynamic "
-                "programme over a component's path decomposition (0: off, enumerate or search instead).", low=0))
+_BNB = BNB_SETTINGS   # declared beside bnb, which validates with them
 _MILP = (TIME_LIMIT, THREADS, INTEGRAL_Y)
 
 #: methods that prove optimality when they finish: name -> (function, *settings)

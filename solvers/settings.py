@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Setting", "validate_settings", "setting_error", "parse_setting_text", "parse_spec", "describe"]
+__all__ = ["Setting", "TIME_LIMIT", "validate_settings", "setting_error", "parse_setting_text", "parse_spec", "describe"]
 
 #: the value types a setting may declare
 TYPES = (int, float, str, bool, tuple)
@@ -173,6 +173,11 @@ class Setting:
             return self.check(owner, value)
         except ValueError:
             raise setting_error(owner, self.name, self.rule, text) from None
+
+
+#: the one time-limit declaration every method with a time limit shares
+TIME_LIMIT = Setting("time_limit", float, None, "Seconds before the search stops with its best store (none: no limit).",
+                     low=0, low_open=True, optional=True)
 
 
 def _is_real(value: Any) -> bool:

@@ -181,5 +181,5 @@ def test_validity_chain_closes_at_the_root_and_agrees_with_highs(frac):
 
 @pytest.mark.parametrize("value", [-1, 2.5, True, "9"])
 def test_tree_limit_must_be_an_int_at_least_zero(value):
-    with pytest.raises(ValueError, match="tree_limit must be an int >= 0"):
+    with pytest.raises(ValueError, match=r"method 'bnb': setting 'tree_limit' must be an integer >= 0; got "):
         branch_and_bound(random_problem(5, 0), 10.0, tree_limit=value)

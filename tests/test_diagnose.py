@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 
 import numpy as np
 import pytest
@@ -280,15 +281,31 @@ def test_opt_with_bm25_injects_part_of_the_store(small):
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("opt:retriever=dense", "retriever must be one of all, bm25"),
-    ("opt:k=3", "k goes with retriever=bm25"),
-    ("opt:retriever=bm25,k=-1", "k must be an integer >= 0"),
-    ("opt:depth=2", "unknown setting 'depth'"),
-    ("opt:retriever=all,retriever=all", "given twice"),
+    ("opt:retriever=dense", "policy 'opt': setting 'retriever' must be one of all, bm25; got 'dense'"),
+    ("opt:retriever=3", "policy 'opt': setting 'retriever' must be one of all, bm25; got '3'"),
+    ("opt:k=3", "policy 'opt': setting 'k' must be given with retriever=bm25; got 3"),
+    ("opt:retriever=all,k=3", "policy 'opt': setting 'k' must be given with retriever=bm25; got 3"),
+    ("opt:retriever=bm25,k=-1", "policy 'opt': setting 'k' must be an integer >= 0; got '-1'"),
+    ("opt:retriever=bm25,k=abc", "policy 'opt': setting 'k' must be an integer >= 0; got 'abc'"),
+    ("opt:retriever=bm25,k=2.5", "policy 'opt': setting 'k' must be an integer >= 0; got '2.5'"),
+    ("opt:retriever=bm25,k=nan", "policy 'opt': setting 'k' must be an integer >= 0; got 'nan'"),
+    ("opt:retriever=bm25,k=none", "policy 'opt': setting 'k' must be an integer >= 0; got 'none'"),
+    ("opt:depth=2", "policy 'opt': setting 'depth' must be one of the declared settings (retriever, k); got 2"),
+    ("opt:retriever=all,retriever=all", "policy 'opt': setting 'retriever' must be given once; got 'all'"),
+    ("opt:bm25", "policy 'opt': setting 'bm25' must be written key=value; got 'bm25'"),
 ])
 def test_bad_opt_settings(spec, message):
-    with pytest.raises(DiagnoseError, match=message):
+    with pytest.raises(DiagnoseError, match="^" + re.escape(message) + "$"):
         parse_diagnose_policy(spec)
+
+
+def test_opt_settings_follow_their_declarations():
+    from memaudit.diagnose.run import OPT_SETTINGS, OptSpec
+
+    assert parse_diagnose_policy("opt") == OptSpec() == OptSpec(*(s.default for s in OPT_SETTINGS))
+    assert parse_diagnose_policy(" opt:retriever=bm25 ") == OptSpec("bm25", 5)
+    assert parse_diagnose_policy("opt:k=0,retriever=bm25") == OptSpec("bm25", 0)
+    assert [s.name for s in OPT_SETTINGS] == ["retriever", "k"]
 
 
 def test_a_policy_named_twice_is_refused(small):
@@ -348,7 +365,10 @@ def test_cli_table_out_and_plot(tiny_file, tmp_path):
     (["--policy", "opt", "--budget", "10", "--budget-frac", "0.5"], "either --budget or --budget-frac"),
     (["--policy", "opt", "--budget-frac", "-1"], "budget fraction"),
     (["--policy", "opt", "--kinds", "summary"], "unknown candidate kind 'summary'"),
-    (["--policy", "opt:k=2"], "k goes with retriever=bm25"),
+    (["--policy", "opt:k=2"], "error: policy 'opt': setting 'k' must be given with retriever=bm25; got 2"),
+    (["--policy", "opt:retriever=bm25,k=x"], "error: policy 'opt': setting 'k' must be an integer >= 0; got 'x'"),
+    (["--policy", "opt:retriever=dense"], "error: policy 'opt': setting 'retriever' must be one of all, bm25; got "),
+    (["--policy", "opt:depth=2"], "error: policy 'opt': setting 'depth' must be one of the declared settings"),
     (["--policy", "opt", "--budget", "0"], "OPT of checkpoint 2 ('tiny@2') is 0 at budget 0"),
 ])
 def test_cli_errors_are_one_line(tiny_file, args, message):
@@ -438,3 +458,13 @@ def test_a_reader_command_moves_failures_to_the_reader(tiny_file):
     row = next(x for x in d["rows"] if x["probe"] == "db")
     assert (row["outcome"], row["injected_outcome"], row["attribution"]) == ("stale", "current", "reader")
     assert row["answer"] == "We use Postgres 15."
+
+
+def test_the_settings_listing_shows_opt_from_its_declarations():
+    from memaudit.diagnose.run import OPT_SETTINGS
+    from memaudit_solvers.settings import describe
+
+    out = CliRunner().invoke(main, ["settings", "policies"]).output
+    assert "  opt (diagnose)\n" in out
+    for s in OPT_SETTINGS:
+        assert f"    {s.name}: {describe(s)}\n" in out

@@ -21,12 +21,13 @@ def settings_command(what):
     Give them as NAME:key=value,... (--method, --policy, --reader) or with the flags of the
     command (generators: the flags of `memaudit generate FAMILY`); every line below is read from the declarations beside the registry entries.
     """
+    from ..diagnose.run import OPT_SETTINGS
     from ..generators import GENERATOR_SETTINGS
     from ..harness.policies import POLICY_SETTINGS
     from ..harness.readers import READER_SETTINGS
     from ..stores import IMPORTER_SETTINGS
 
-    tables = {"methods": {**SETTINGS, "kind:<k>": ()}, "policies": POLICY_SETTINGS, "readers": READER_SETTINGS,
+    tables = {"methods": {**SETTINGS, "kind:<k>": ()}, "policies": {**POLICY_SETTINGS, "opt (diagnose)": OPT_SETTINGS}, "readers": READER_SETTINGS,
               "importers": IMPORTER_SETTINGS,
               "generators": GENERATOR_SETTINGS}
     for name, table in tables.items():

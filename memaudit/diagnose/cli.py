@@ -73,8 +73,8 @@ def load_compiled(name: str, kinds):
 @click.argument("scenario", metavar="SCENARIO")
 @click.option("--policy", "policies", multiple=True, metavar="NAME[:k=v,...]",
               help="Policy to diagnose (repeatable): a harness policy (profile, bm25-transcript:k=3, ...) or "
-                   "opt[:retriever=all|bm25,k=K], the certified OPT store.  Default: the bench's ten policies "
-                   "and opt.")
+                   "opt[:retriever=all|bm25,k=K], the certified OPT store (`memaudit settings policies` lists every "
+                   "policy's settings).  Default: the bench's ten policies and opt.")
 @click.option("--budget", type=float, default=None, metavar="B",
               help="Store budget B of every checkpoint, in o200k_base tokens.")
 @click.option("--budget-frac", type=float, default=None, metavar="F",

@@ -32,10 +32,11 @@ from ..harness.trial import Plant, ProbeSet, Score, Trial, classify, probe_kind
 from ..package import resolve_budget
 from ..solve import fully_covered, solve_package
 from memaudit_solvers.objective import evaluate, infeasibility, is_feasible, total_cost
+from memaudit_solvers.settings import Setting, parse_spec, setting_error, validate_settings
 from .compile import Checkpoint, CompiledScenario
 from .errors import DiagnoseError
 
-__all__ = ["DIAGNOSE_FORMAT", "ATTRIBUTIONS", "RIGHT_OUTCOMES", "OptSpec", "parse_diagnose_policy", "opt_policy", "diagnose",
+__all__ = ["DIAGNOSE_FORMAT", "ATTRIBUTIONS", "RIGHT_OUTCOMES", "OPT_SETTINGS", "OptSpec", "parse_diagnose_policy", "opt_policy", "diagnose",
            "cut_in_order"]
 
 #: the ``format`` value of a diagnose document
@@ -51,13 +52,21 @@ RIGHT_OUTCOMES = ("current", "clean", "abstained", "unscored")
 #: retrievers of the ``opt`` policy
 OPT_RETRIEVERS = ("all", "bm25")
 
+#: the ``opt`` policy's settings, declared as the harness policies' are (``POLICY_SETTINGS``) and read by the
+#: same ``NAME:key=value`` parser, so a bad value is refused with the one template
+OPT_SETTINGS: tuple[Setting, ...] = (
+    Setting("retriever", str, "all", "What reaches the reader: all of the OPT store, or BM25's top k of it.",
+            choices=OPT_RETRIEVERS),
+    Setting("k", int, 5, "How many items BM25 returns (with retriever=bm25).", low=0))
+_OPT = {s.name: s for s in OPT_SETTINGS}
+
 
 @dataclass(frozen=True)
 class OptSpec:
     """``opt[:retriever=all|bm25,k=K]``: the certified OPT store, retrieved from by ``retriever``."""
 
-    retriever: str = "all"
-    k: int = 5
+    retriever: str = _OPT["retriever"].default
+    k: int = _OPT["k"].default
 
     @property
     def settings(self) -> dict:
@@ -86,47 +95,35 @@ class OptSpec:
 
 
 def parse_diagnose_policy(spec: str):
-    """A harness :class:`Policy` (``parse_policy``) or, for ``opt[:...]``, an :class:`OptSpec`.
+    """A harness :class:`Policy` (``parse_policy``) or, for ``opt[:...]``, an :class:`OptSpec` whose
+    settings are read and checked by their declarations (:data:`OPT_SETTINGS`).
 
     Examples
     --------
     >>> parse_diagnose_policy("opt:retriever=bm25,k=3")
     OptSpec(retriever='bm25', k=3)
+    >>> parse_diagnose_policy("opt:retriever=bm25,k=x")
+    Traceback (most recent call last):
+    ...
+    memaudit.diagnose.errors.DiagnoseError: policy 'opt': setting 'k' must be an integer >= 0; got 'x'
     >>> parse_diagnose_policy("opt:k=3")
     Traceback (most recent call last):
     ...
-    memaudit.diagnose.errors.DiagnoseError: policy 'opt': setting k goes with retriever=bm25
+    memaudit.diagnose.errors.DiagnoseError: policy 'opt': setting 'k' must be given with retriever=bm25; got 3
     """
     if not isinstance(spec, str):
         raise DiagnoseError(f"a policy must be given as a string NAME[:key=value,...]; got {spec!r}")
-    name, _, rest = spec.strip().partition(":")
-    if name != "opt":
+    if spec.strip().partition(":")[0] != "opt":
         return parse_policy(spec)
-    settings: dict = {}
-    for item in filter(None, (p.strip() for p in rest.split(","))):
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise DiagnoseError(f"policy 'opt': setting {item!r} must be written key=value")
-        if key in settings:
-            raise DiagnoseError(f"policy 'opt': setting {key!r} is given twice")
-        if key not in ("retriever", "k"):
-            raise DiagnoseError(f"policy 'opt': unknown setting {key!r}; valid settings: retriever, k")
-        settings[key] = value
-    retriever = settings.get("retriever", "all")
-    if retriever not in OPT_RETRIEVERS:
-        raise DiagnoseError(f"policy 'opt': setting retriever must be one of {', '.join(OPT_RETRIEVERS)}; "
-                            f"got {retriever!r}")
-    if "k" in settings and retriever != "bm25":
-        raise DiagnoseError("policy 'opt': setting k goes with retriever=bm25")
-    k = 5
-    if "k" in settings:
-        try:
-            k = int(settings["k"])
-        except ValueError:
-            k = -1
-        if k < 0 or str(k) != settings["k"].strip():
-            raise DiagnoseError(f"policy 'opt': setting k must be an integer >= 0; got {settings['k']!r}")
-    return OptSpec(retriever, k)
+    owner = "policy 'opt'"
+    try:
+        _, given = parse_spec(spec, lambda name: owner, lambda name: OPT_SETTINGS)
+        given = validate_settings(owner, OPT_SETTINGS, given)
+        if "k" in given and given.get("retriever") != "bm25":
+            raise setting_error(owner, "k", "given with retriever=bm25", given["k"])
+    except ValueError as exc:
+        raise DiagnoseError(str(exc)) from None
+    return OptSpec(**given)
 
 
 class _OptMemory(_Memory):

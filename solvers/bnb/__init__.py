@@ -18,6 +18,7 @@ from ..exact import fits_budget
 from ..objective import budget_slack
 from ..problem import Problem
 from ..result import Result, check_budget, make_result
+from ..settings import TIME_LIMIT, Setting, validate_settings
 from .bound import lagrangian_bound, right_slopes
 from .decompose import decompose, dominated
 from .grid import objective_grid
@@ -25,7 +26,19 @@ from .primal import greedy
 from .search import Progress, Search
 from .treedp import TREE_LIMIT
 
-__all__ = ["branch_and_bound", "objective_grid", "lagrangian_bound", "Progress"]
+__all__ = ["branch_and_bound", "BNB_SETTINGS", "objective_grid", "lagrangian_bound", "Progress"]
+
+#: bnb's settings, declared once: the registry registers bnb with them and :func:`branch_and_bound`
+#: validates with them, so a direct call and ``memaudit solve --method bnb:...`` refuse alike
+BNB_SETTINGS = (
+    TIME_LIMIT,
+    Setting("root_lp", bool, True, "Bound the root with the LP relaxation (off: Lagrangian bounds only)."),
+    Setting("node_lp", bool, True, "Re-solve the LP at search nodes."),
+    Setting("max_combos", int, 4096, "Largest number of group combinations a component enumerates.", low=1),
+    Setting("dp_limit", int, 20_000_000, "Largest table (cells) of the knapsack dynamic programme that gives "
+            "the bound its integer value.", low=1),
+    Setting("tree_limit", int, TREE_LIMIT, "Largest number of (state, entry) pairs of the exact dynamic "
+            "programme over a component's path decomposition (0: off, enumerate or search instead).", low=0))
 
 
 def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | None = None,
@@ -214,16 +227,6 @@ def _search(p: Problem, budget: float, reduced: Problem, members, exact_units, d
 
 def _check_settings(budget, time_limit, root_lp, node_lp, max_combos, dp_limit, tree_limit) -> dict:
     check_budget(budget)
-    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
-                                   or not time_limit > 0):
-        raise ValueError(f"time_limit must be None or a number of seconds > 0; got {time_limit!r}")
-    for name, val in (("root_lp", root_lp), ("node_lp", node_lp)):
-        if not isinstance(val, bool):
-            raise ValueError(f"{name} must be True or False; got {val!r}")
-    for name, val in (("max_combos", max_combos), ("dp_limit", dp_limit)):
-        if isinstance(val, bool) or not isinstance(val, int) or val < 1:
-            raise ValueError(f"{name} must be an int >= 1; got {val!r}")
-    if isinstance(tree_limit, bool) or not isinstance(tree_limit, int) or tree_limit < 0:
-        raise ValueError(f"tree_limit must be an int >= 0; got {tree_limit!r}")
-    return {"time_limit": time_limit, "root_lp": root_lp, "node_lp": node_lp, "max_combos": max_combos,
-            "dp_limit": dp_limit, "tree_limit": tree_limit}
+    given = {"time_limit": time_limit, "root_lp": root_lp, "node_lp": node_lp, "max_combos": max_combos,
+             "dp_limit": dp_limit, "tree_limit": tree_limit}
+    return validate_settings("method 'bnb'", BNB_SETTINGS, given)
