@@ -237,6 +237,10 @@ class Compiled:
         if arr.dtype == bool:
             arr = np.flatnonzero(arr)
         n = len(self.candidate_ids)
+        flat = arr.reshape(-1)
+        if flat.dtype.kind in "iu" and (not flat.size or (flat.min() >= 0 and flat.max() < n)):
+            ids = self.candidate_ids
+            return [ids[i] for i in flat.tolist()]
         out = []
         for i in arr.reshape(-1).tolist():
             if not isinstance(i, int) or not 0 <= i < n:

@@ -11,7 +11,7 @@ from memaudit_solvers.registry import SETTINGS, method_names
 
 from ..baselines import parse_method_specs
 from ..certificate import build_certificate, load_certificate, verify_certificate, write_certificate
-from ..clitools import (budget_options, check_budget_flags, check_fraction, num, pct, plural, progress_printer,
+from ..clitools import (budget_options, check_budget_flags, check_fraction, num, pct, plural, progress_printer, safe,
                         safe_echo, same_file, setting_flags, table_lines)
 from ..errors import MemauditError
 from ..fileio import check_output
@@ -37,7 +37,8 @@ def _print_solve(report) -> None:
     shown = report.best_result
     unit = COST_MODEL_UNITS[pkg.cost_model]
     total = stream_cost(pkg)
-    echo = safe_echo
+    lines: list[str] = []
+    echo = lines.append      # printed at the end in one write (a store of 10,000 candidates is as many lines)
     echo(f"package {pkg.id}: {plural(len(pkg.experiences), 'experience')}, "
          f"{plural(len(pkg.candidates), 'candidate')}, {plural(len(pkg.units), 'unit')}; "
          f"cost model {pkg.cost_model}")
@@ -101,6 +102,7 @@ def _print_solve(report) -> None:
     if report.declined:
         times.append(f"{report.backend} declined")
     echo("times: " + ", ".join(times) + f"; start-up {report.startup_time:.3g} s (imports, compiling the package)")
+    click.echo("\n".join(safe(str(line)) for line in lines))
 
 
 def _method_outcome(result) -> str:
