@@ -60,11 +60,9 @@ def uncovered_units(report: SolveReport, result: Result | None = None) -> list[d
     sums = coverage_sums(problem, chosen)
     h = h_values(problem, np.arange(problem.n_units), sums)
     full = h_inf(problem)
-    covered = fully_covered(problem, chosen)
-    rows = []
-    for r, unit in enumerate(report.package.units):
-        if covered[r]:
-            continue
-        rows.append({"unit": unit.id, "kind": unit.kind, "weight": float(unit.weight), "coverage": float(sums[r]),
-                     "level": float(h[r] / full[r]), "lost": float(problem.weights[r] * (full[r] - h[r]))})
-    return rows
+    left = np.flatnonzero(~fully_covered(problem, chosen))
+    units = report.package.units
+    return [{"unit": units[r].id, "kind": units[r].kind, "weight": float(units[r].weight), "coverage": s,
+             "level": level, "lost": lost}
+            for r, s, level, lost in zip(left.tolist(), sums[left].tolist(), (h[left] / full[left]).tolist(),
+                                         (problem.weights[left] * (full[left] - h[left])).tolist())]
