@@ -121,16 +121,20 @@ def package_to_dict(pkg: Package) -> dict:
         raise PackageError(f"package {pkg.id!r} cannot be written as JSON: {exc}") from None
 
 
-def save_package(pkg: Package, path) -> None:
+def save_package(pkg: Package, path, *, indent: int | None = 2) -> None:
     """Write ``pkg`` as JSON (indent 2, UTF-8, trailing newline), atomically.
 
     The data is validated again first, so an invalid (e.g. mutated) package is never written;
     the file is replaced in one step (temporary file in the same directory, then ``os.replace``).
+    ``indent=None`` writes it compact (no whitespace: 100,000 experiences take 49 MiB instead of 83,
+    within the 64 MiB :func:`load_package` reads).
     """
     path = os.fspath(path)
     data = package_to_dict(pkg)
-    package_from_dict(data, source=path)
-    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    with paused_gc():
+        package_from_dict(data, source=path)
+    text = json.dumps(data, indent=indent, separators=None if indent is not None else (",", ":"),
+                      ensure_ascii=False, allow_nan=False) + "\n"
     atomic_write(path, text.encode("utf-8"), error=PackageError)
 
 
