@@ -1,8 +1,15 @@
-"""The scale series of benchmarks/bench_exact.py: every method alone, then certified OPT end to end, at 10k-100k."""
+"""The scale series of benchmarks/bench_exact.py: every method alone, then certified OPT end to end (the library's
+``certify``, and the command line's ``memaudit solve`` on the problem written as a package), at 10k-100k."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import tempfile
 import time
 import traceback
 
@@ -10,7 +17,7 @@ from memaudit_solvers.certify import certify
 from bench_families import make_problem
 from bench_tables import MILP_NAMES, cell_text, fmt_seconds
 
-__all__ = ["LARGE_FRACS", "TARGETS", "run_large", "large_table"]
+__all__ = ["LARGE_FRACS", "TARGETS", "run_large", "large_table", "write_package", "run_solve_cli"]
 
 #: default budgets of the scale series (fractions of the stream cost)
 LARGE_FRACS = (0.10,)
@@ -80,6 +87,71 @@ def run_certify(problem, budget: float, time_limit: float) -> dict:
                        "stats": r.stats} for r in cert.results]}
 
 
+def write_package(problem, name: str, directory: str) -> tuple[str | None, str]:
+    """``(path, "")`` of ``problem`` written as a compact package file in ``directory`` (checked to compile back to
+    the same problem), or ``(None, why)`` when its h cannot be written exactly (breakpoint lists)."""
+    from scripts.random_package import package_of_problem
+
+    from memaudit.package import save_package
+
+    try:
+        pkg = package_of_problem(problem, name, {"generator": "bench_scale"})
+    except ValueError as exc:
+        return None, str(exc)
+    path = os.path.join(directory, f"{name}.json")
+    save_package(pkg, path, indent=None)
+    return path, ""
+
+
+def run_solve_cli(path: str, budget: float, time_limit: float, wall_cap: float) -> dict:
+    """``memaudit solve PATH --budget B --time-limit T --json`` in a child process, its whole wall time from
+    start-up to exit (no results store: ``--no-cache`` and a fresh ``--db``), stopped with every process it
+    started after ``wall_cap`` seconds; never raises."""
+    db = os.path.join(os.path.dirname(path), f"results-{os.getpid()}-{time.monotonic_ns()}.sqlite")
+    cmd = [sys.executable, "-m", "memaudit.cli", "solve", path, "--budget", repr(float(budget)), "--time-limit",
+           repr(float(time_limit)), "--no-cache", "--db", db, "--json"]
+    rec = {"method": "memaudit solve", "status": "error", "value": None, "bound": None, "nodes": None,
+           "certified": False, "backend": None, "summary": ""}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=wall_cap)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)      # the CLI and the back-end children it forked
+        proc.communicate()
+        return {**rec, "seconds": time.perf_counter() - t0, "status": "killed",
+                "summary": f"NOT certified: memaudit solve stopped at the wall-clock cap of {wall_cap:g} s"}
+    rec["seconds"] = seconds = time.perf_counter() - t0
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        return {**rec, "exit": proc.returncode, "summary": f"memaudit solve exit {proc.returncode}: {err.strip()[-300:]}"}
+    method = doc["results"][0]
+    solver = method["wall_time"] + sum(a["seconds"] for a in doc["certification"]["attempts"])
+    return {**rec, "exit": proc.returncode, "status": "optimal" if doc["certified"] else "not certified",
+            "value": doc["opt"], "certified": doc["certified"], "backend": doc["certification"]["certified_by"],
+            "solver_seconds": solver, "around_seconds": seconds - solver,
+            "summary": (f"memaudit solve {doc['status']} OPT = {doc['opt']!r} in {seconds:.2f} s: method and back-ends "
+                        f"{solver:.2f} s, everything around them (start-up, reading, checks, compiling, report) "
+                        f"{seconds - solver:.2f} s")}
+
+
+def _cli_row(args, p, name: str, budget: float) -> dict:
+    """The ``memaudit solve`` record of one problem of the series (the package written first, not counted)."""
+    from bench_runs import log
+
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as directory:
+        t0 = time.perf_counter()
+        path, why = write_package(p, name, directory)
+        written = time.perf_counter() - t0
+        if path is None:
+            return {"method": "memaudit solve", "seconds": 0.0, "status": "skipped", "value": None, "bound": None,
+                    "nodes": None, "certified": False, "backend": None, "summary": f"memaudit solve not run: {why}"}
+        log(f"  package written in {written:.1f} s ({os.path.getsize(path) / 2**20:.1f} MiB); running memaudit solve")
+        rec = run_solve_cli(path, budget, args.large_time_limit, args.large_wall_cap)
+    return {**rec, "write_seconds": written}
+
+
 def run_large(args, n: int, frac: float, methods, all_runs: list, disagreements: list, skips) -> dict:
     """One problem of the scale series: each method alone (skipped at this budget once it timed out at a
     smaller size), then :func:`run_certify`; the row of :func:`large_table`."""
@@ -114,11 +186,13 @@ def run_large(args, n: int, frac: float, methods, all_runs: list, disagreements:
         cert["summary"] = f"NOT certified: certify {cert['message']}"
     cert = {**base, **cert}
     log(f"large n={n} frac={frac:g} certify: {cert['seconds']:.3f}s {cert['summary']} (load {load_now()})")
+    cli = {**base, **_cli_row(args, p, f"{family}-n{n}-s{seed}", budget)}
+    log(f"large n={n} frac={frac:g} memaudit solve: {cli['seconds']:.3f}s {cli['summary']} (load {load_now()})")
     all_runs.extend(runs.values())
-    all_runs.append(cert)
+    all_runs.extend([cert, cli])
     n_disagree = report_disagreements(f"large {family} n={n} frac={frac:g} seed={seed}",
-                                      [*runs.values(), cert], disagreements)
-    return {"n": n, "frac": frac, "problem": p, "runs": runs, "certify": cert, "generate_seconds": gen,
+                                      [*runs.values(), cert, cli], disagreements)
+    return {"n": n, "frac": frac, "problem": p, "runs": runs, "certify": cert, "cli": cli, "generate_seconds": gen,
             "n_disagree": n_disagree}
 
 
@@ -129,7 +203,7 @@ def large_table(rows: list[dict], methods, args) -> list[str]:
     milps = [m for m in methods if m in MILP_NAMES]
     head = (["experiences", "candidates", "units", "budget"] + [f"{m} (s)" for m in methods]
             + (["bnb / fastest MILP"] if "bnb" in methods and milps else [])
-            + ["certified OPT end to end (s)", "certified by", "target"])
+            + ["certified OPT end to end (s)", "certified by", "memaudit solve, end to end (s)", "target"])
     lines = [f"### Scale series: `{args.large_family}` family, seed {args.seeds_list[0]}", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     notes = []
@@ -147,21 +221,40 @@ def large_table(rows: list[dict], methods, args) -> list[str]:
                 cells.append(f"{meds['bnb'] / others[best]:.2f} (vs {best})")
             else:
                 cells.append("–")
+        cli = row["cli"]
         target = TARGETS.get(row["n"])
-        met = "–" if target is None else (f"< {target:g} s: " + ("yes" if c["certified"] and c["seconds"] < target
-                                                                    else "no"))
+
+        def met(r) -> str:
+            return "yes" if r["certified"] and r["seconds"] < target else "no"
+        goal = "–" if target is None else f"< {target:g} s: library {met(c)}, CLI {met(cli)}"
         label = budget_label(row["frac"]) + (" **DISAGREE**" if row["n_disagree"] else "")
         lines.append("| " + " | ".join([f"{row['n']:,}", f"{p.n_candidates:,}", f"{p.n_units:,}", label, *cells,
                                         f"{fmt_seconds(c['seconds'])}" + ("" if c["certified"] else " (not certified)"),
-                                        c["backend"] or "–", met]) + " |")
+                                        c["backend"] or "–", _cli_cell(cli), goal]) + " |")
         attempts = f" (before it: {'; '.join(c['attempts'])})" if c.get("attempts") else ""
-        notes.append(f"- {row['n']:,} at {budget_label(row['frac'])}: {c['summary']}{attempts}; generating the "
-                     f"problem took {row['generate_seconds']:.1f} s (not counted).")
+        notes.append(f"- {row['n']:,} at {budget_label(row['frac'])}: {c['summary']}{attempts}; {cli['summary']}; "
+                     f"generating the problem took {row['generate_seconds']:.1f} s"
+                     + (f", writing its package {cli['write_seconds']:.1f} s" if "write_seconds" in cli else "")
+                     + " (not counted).")
     lines += ["", f"Each method alone, one solve at a time, {args.large_time_limit:g} s limit each (`*` = not proven "
               "optimal; `skipped` = a back-end that timed out at a smaller size with the same budget; bnb always "
               f"runs; `stopped` = no answer within the wall-clock cap of {args.large_wall_cap:g} s). Certified OPT "
               "end to end = `memaudit_solvers.certify.certify(problem, budget, time_limit=...)` as the library does "
               "it (its default method and certifying back-end): the method's solve, the back-end's and their "
-              "comparison. Target: certified OPT for 10,000 experiences under 10 s, for 100,000 under 60 s.",
+              "comparison. memaudit solve, end to end = the command line in a child process on the problem written "
+              "as a compact package file, from start-up to exit (`memaudit solve PKG --budget B --time-limit T "
+              "--no-cache --json`: reading and checking the file, compiling, bnb, `--backend auto`, the certificate, "
+              "the report), stopped at the same wall-clock cap. Target: certified OPT for 10,000 experiences under "
+              "10 s, for 100,000 under 60 s.",
               ""] + notes
     return lines
+
+
+def _cli_cell(r: dict) -> str:
+    if r["status"] == "skipped":
+        return "–"
+    if r["status"] == "killed":
+        return f"stopped after {fmt_seconds(r['seconds'])}"
+    if r["status"] == "error":
+        return "error"
+    return fmt_seconds(r["seconds"]) + ("" if r["certified"] else " (not certified)")

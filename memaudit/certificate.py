@@ -31,6 +31,11 @@ __all__ = ["CERTIFICATE_FORMAT", "build_certificate", "write_certificate", "writ
 
 def jsonable(v):
     """Plain JSON data from results and stats: numpy scalars/arrays unwrapped, non-finite floats as strings."""
+    t = type(v)
+    if t is str or t is int or t is bool or v is None:      # the common leaves (ids, counts) first: a store lists thousands
+        return v
+    if t is list and all(type(x) is str for x in v):
+        return list(v)
     if isinstance(v, dict):
         return {str(k): jsonable(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):

@@ -120,13 +120,11 @@ def same_file(a: str, b: str) -> bool:
 
 
 def table_lines(headers, rows, align):
-    cols = list(zip(headers, *rows)) if rows else [(h,) for h in headers]
-    widths = [max(len(str(x)) for x in col) for col in cols]
-    lines = []
-    for row in [headers, *rows]:
-        cells = [str(x).rjust(w) if a == ">" else str(x).ljust(w) for x, w, a in zip(row, widths, align)]
-        lines.append("  " + "  ".join(cells).rstrip())
-    return lines
+    """Plain-text table lines: each cell converted once, columns padded to their widest cell (``>`` right-aligned)."""
+    text = [[str(x) for x in row] for row in [headers, *rows]]
+    widths = [max(map(len, col)) for col in zip(*text)]
+    pads = [str.rjust if a == ">" else str.ljust for a in align]
+    return ["  " + "  ".join([pad(x, w) for x, w, pad in zip(row, widths, pads)]).rstrip() for row in text]
 
 
 # -- flags generated from declared settings ----------------------------------------------

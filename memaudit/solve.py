@@ -33,10 +33,14 @@ class BackendDeclinedError(MemauditError, ValueError):
 
 
 def _warm_up() -> float:
-    """Import the libraries the methods load lazily (scipy's LP for bnb), so no method's time
-    includes a one-off import; returns the seconds it took."""
+    """Import the library the methods load lazily (highspy: bnb's node LP, and the first certifying
+    back-end of ``auto``), so no method's time includes a one-off import; returns the seconds it took.
+    Nothing on the solve path uses scipy.optimize any more, so it is not loaded."""
     start = time.perf_counter()
-    import scipy.optimize  # noqa: F401  (bnb's LP relaxation)
+    try:
+        import highspy  # noqa: F401
+    except ImportError:   # a broken install: whatever needs it raises its own error where it is used
+        pass
     return time.perf_counter() - start
 
 

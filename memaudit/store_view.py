@@ -10,8 +10,6 @@ from memaudit_solvers import Problem, Result
 from memaudit_solvers.coverage import saturated_units
 from memaudit_solvers.objective import coverage_sums, h_inf, h_values
 
-from .package import candidate_costs
-
 if TYPE_CHECKING:  # the report type only; solve imports this module
     from .solve import SolveReport
 
@@ -26,13 +24,13 @@ def store_rows(report: SolveReport, result: Result | None = None) -> list[dict]:
     method's (``report.result``); pass ``report.best_result`` for the store a reader should see.
     """
     pkg, compiled = report.package, report.compiled
-    costs = candidate_costs(pkg)
-    chosen = set(compiled.ids((result or report.result).chosen))
+    costs = compiled.problem.costs      # the resolved costs, candidate i at index i
     rows = []
-    for c in pkg.candidates:  # ordered by experience below
-        if c.id in chosen:
-            rows.append({"experience": c.experience, "candidate": c.id, "kind": c.kind, "cost": costs[c.id],
-                         "units": {u: float(a) for u, a in c.coverage.items() if a > 0}})
+    chosen = np.unique(np.asarray((result or report.result).chosen))
+    for i, _ in zip(chosen.tolist(), compiled.ids(chosen)):   # ids() checks every index; ordered by experience below
+        c = pkg.candidates[i]
+        rows.append({"experience": c.experience, "candidate": c.id, "kind": c.kind, "cost": float(costs[i]),
+                     "units": {u: float(a) for u, a in c.coverage.items() if a > 0}})
     order = {eid: g for g, eid in enumerate(compiled.experience_ids)}
     rows.sort(key=lambda row: order[row["experience"]])
     return rows
@@ -62,11 +60,9 @@ def uncovered_units(report: SolveReport, result: Result | None = None) -> list[d
     sums = coverage_sums(problem, chosen)
     h = h_values(problem, np.arange(problem.n_units), sums)
     full = h_inf(problem)
-    covered = fully_covered(problem, chosen)
-    rows = []
-    for r, unit in enumerate(report.package.units):
-        if covered[r]:
-            continue
-        rows.append({"unit": unit.id, "kind": unit.kind, "weight": float(unit.weight), "coverage": float(sums[r]),
-                     "level": float(h[r] / full[r]), "lost": float(problem.weights[r] * (full[r] - h[r]))})
-    return rows
+    left = np.flatnonzero(~fully_covered(problem, chosen))
+    units = report.package.units
+    return [{"unit": units[r].id, "kind": units[r].kind, "weight": float(units[r].weight), "coverage": s,
+             "level": level, "lost": lost}
+            for r, s, level, lost in zip(left.tolist(), sums[left].tolist(), (h[left] / full[left]).tolist(),
+                                         (problem.weights[left] * (full[left] - h[left])).tolist())]

@@ -128,6 +128,33 @@ def test_scale_series_times_each_method_and_certification_end_to_end(capsys, tmp
     by_n = {(r["n"], r["method"]): r for r in runs}
     assert all(by_n[n, "certify"]["value"] == by_n[n, "bnb"]["value"] == by_n[n, "milp-highs"]["value"]
                for n in (60, 90))
+    # the command line on the same problem written as a package: certified, the same OPT, timed from start-up
+    assert "memaudit solve, end to end (s)" in next(line for line in out.splitlines() if line.startswith("| experiences"))
+    cli = [r for r in runs if r["method"] == "memaudit solve"]
+    assert [r["n"] for r in cli] == [60, 90] and all(r["certified"] and r["exit"] == 0 for r in cli)
+    assert all(by_n[n, "memaudit solve"]["value"] == by_n[n, "bnb"]["value"] for n in (60, 90))
+    assert all(r["seconds"] > r["solver_seconds"] > 0 and r["around_seconds"] > 0 for r in cli)
+    assert out.count("memaudit solve certified OPT = ") == 2
+
+
+def test_the_command_line_column_is_left_out_for_an_h_a_package_cannot_state_exactly(capsys):
+    code, out, err = run(capsys, "--n-large", "40", "--large-only", "--large-family", "restate-pwl",
+                         "--methods", "bnb")
+    assert code == 0, err
+    assert "memaudit solve not run: only problems whose every h is min(cap, z) are written as packages here" in out
+
+
+def test_a_cap_h_is_written_as_a_package_that_compiles_back(tmp_path):
+    sys.path.insert(0, str(BENCH.parent))
+    from bench_scale import write_package
+
+    from memaudit.package import compile_package, load_package
+
+    p = make_problem("restate-cap", 30, 2)
+    path, why = write_package(p, "cap", str(tmp_path))
+    assert why == "" and '"h":{"cap":2.0}' in open(path).read()
+    q = compile_package(load_package(path)).problem
+    assert q.h_intercepts.tolist() == p.h_intercepts.tolist() and q.costs.tolist() == p.costs.tolist()
 
 
 def test_scale_series_stops_a_call_at_the_wall_clock_cap(capsys):
@@ -135,8 +162,9 @@ def test_scale_series_stops_a_call_at_the_wall_clock_cap(capsys):
                          "--large-wall-cap", "0.01")
     assert code == 0, err
     row = next(line for line in out.splitlines() if line.startswith("| 1,500 |"))
-    assert row.count("stopped after") == 2 and "(not certified)" in row
+    assert row.count("stopped after") == 3 and "(not certified)" in row       # bnb, milp-highs, memaudit solve
     assert "NOT certified: certify stopped at the wall-clock cap of 0.01 s" in out
+    assert "NOT certified: memaudit solve stopped at the wall-clock cap of 0.01 s" in out
     stopped = [line.split(":")[0].strip() for line in err.splitlines() if "!!" in line]
     assert stopped == ["!! bnb", "!! milp-highs", "!! certify"]
 

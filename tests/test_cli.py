@@ -468,3 +468,23 @@ def test_verify_reasons_must_be_a_list(runner, certified):
     result = run(runner, "verify", pkg_path, cert_path)
     assert result.exit_code == EXIT_BAD_INPUT
     assert_one_line_error(result, "reasons must be a list of strings")
+
+
+def test_solve_freezes_the_collector_only_while_it_runs(runner, pkg_path, monkeypatch):
+    import gc
+
+    import memaudit.cli.solve as solve_cli
+
+    seen = []
+    real = solve_cli.build_certificate
+    monkeypatch.setattr(solve_cli, "build_certificate", lambda *a, **k: seen.append(gc.get_freeze_count()) or real(*a, **k))
+    assert gc.get_freeze_count() == 0
+    assert run(runner, "solve", pkg_path, "--budget-frac", "0.25").exit_code == EXIT_OK
+    assert seen[0] > 0 and gc.get_freeze_count() == 0           # frozen during the command, not after
+    gc.freeze()                                                  # someone else's freeze is left as it was
+    try:
+        before = gc.get_freeze_count()
+        assert run(runner, "solve", pkg_path, "--budget-frac", "0.25").exit_code == EXIT_OK
+        assert gc.get_freeze_count() > before // 2     # not unfrozen (a frozen object that dies leaves the count)
+    finally:
+        gc.unfreeze()

@@ -89,6 +89,43 @@ def test_huge_integers_are_one_line(tmp_path):
     assert read_json(_write(tmp_path, '{"budget": %s}' % ("9" * 400), "b.json")).data["budget"] == int("9" * 400)
 
 
+@pytest.mark.parametrize("digits, refused", [(MAX_INT_DIGITS, False), (MAX_INT_DIGITS + 1, True), (4301, True)])
+def test_the_integer_limit_is_exact_at_its_edge(digits, refused):
+    # a run of more than MAX_INT_DIGITS digits switches on the per-integer check; at the limit Python's int() reads it
+    doc = b'{"budget": -%s}' % (b"7" * digits)
+    if refused:
+        with pytest.raises(InputError, match=rf"an integer of {digits:,} digits \(-77777777777\.\.\.\), more than"):
+            parse_json(doc)
+    else:
+        assert parse_json(doc)["budget"] == -int("7" * digits)
+
+
+def test_a_long_digit_run_in_a_string_is_only_text():
+    data = parse_json(b'{"text": "%s", "n": 12}' % (b"5" * 5000))
+    assert data == {"text": "5" * 5000, "n": 12} and type(data["n"]) is int
+
+
+def test_the_first_key_seen_twice_is_named():
+    with pytest.raises(InputError, match=r"key 'b' appears twice in one JSON object \(the object with id 'x'\)"):
+        parse_json(b'{"id": "x", "a": 1, "b": 2, "b": 3, "a": 4}')
+
+
+def test_parsing_leaves_the_garbage_collector_as_it_was():
+    import gc
+
+    assert gc.isenabled()
+    parse_json(b'{"a": [1, 2]}')
+    with pytest.raises(InputError):
+        parse_json(b'{"a": 1, "a": 2}')
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse_json(b'{"a": [1, 2]}')
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_size_limit(tmp_path):
     p = _write(tmp_path, json.dumps({"text": "x" * 5000}))
     with pytest.raises(InputError, match=r"doc\.json: 5\d{3} bytes, larger than the 4096 bytes memaudit reads"):

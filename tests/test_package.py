@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memaudit.errors import BudgetError, MemauditError, PackageError
-from memaudit.package import (FORMAT, Compiled, HBreakpoints, HCap, Package, candidate_costs, compile_package,
+from memaudit.package import (FORMAT, Candidate, Compiled, Experience, HBreakpoints, HCap, Package, Query, Unit, candidate_costs, compile_package,
                               load_package, package_from_dict, package_json_schema, package_sha256,
                               resolve_budget, save_package, stream_cost, summarize)
 from memaudit_solvers import evaluate
@@ -593,3 +593,92 @@ def test_budget_flags_beyond_the_largest_number(tmp_path):
     with pytest.raises(BudgetError, match=r"must be 0 or at least 1e-100"):
         resolve_budget(pkg, budget=1e-200)
     assert resolve_budget(pkg, budget=0) == 0
+
+
+# -- every cross-reference problem at once, in order (the checks skip the per-record loop when nothing is wrong)
+
+@pytest.mark.parametrize("cost_source", ["text", "given"])
+def test_cross_reference_problems_are_all_found_in_order(cost_source):
+    from memaudit.formats.package import _cross_reference_problems
+
+    def broken(d):
+        d["cost_source"] = cost_source
+        if cost_source == "given":
+            for c in d["candidates"][1:]:
+                c["cost"] = 3
+        d["candidates"][0]["cost"] = 9 if cost_source == "text" else 4      # disagrees with its text (4 words)
+        d["candidates"][1]["experience"] = "e09"
+        d["candidates"][2]["coverage"]["nowhere"] = 1.0
+        d["candidates"][2]["experience"] = "e01"                              # e02 is left with no candidate
+        d["units"].append(dict(d["units"][0]))                                # region.old twice
+        d["queries"][0]["requires"].append("gone")
+    d = edited(broken)
+    records = {"experiences": Experience, "units": Unit, "candidates": Candidate, "queries": Query}
+    pkg = Package.model_construct(**{k: v for k, v in d.items() if k not in records},
+                                  **{k: [m.model_construct(**{"cost": None, **r} if m is Candidate else r) for r in d[k]]
+                                     for k, m in records.items()})
+    expected = [
+        "units[3].id must be unique among the units; got 'region.old', already the id of units[0]",
+        *(["candidates[0] ('e01.raw').cost must equal the cost of its text under cost_model 'words' (4 words); "
+           'got 9. To keep given costs, set "cost_source": "given" at the top level of the package']
+          if cost_source == "text" else []),
+        "candidates[1] ('e02.raw').experience must name an experience of this package; got 'e09'",
+        "candidates[2] ('e02.update').coverage key must name a unit of this package; got 'nowhere'",
+        "experiences[1] ('e02') must have at least one candidate (its group is empty); got none",
+        "queries[0] ('q01').requires[1] must name a unit of this package; got 'gone'",
+    ]
+    assert _cross_reference_problems(pkg) == expected
+
+
+def _random_package(rng, n_exp: int, cost_source: str) -> dict:
+    """Experiences with 1-3 candidates each, units with every kind of h, candidates listed out of stream order."""
+    h_forms = ["min1", {"cap": 2.5}, {"breakpoints": [[1, 1], [3, 2]]}, {"breakpoints": [[0.5, 1], [1, 1.25], [4, 2]]}]
+    units = [{"id": f"u{r}", "kind": "current", "weight": float(rng.integers(1, 5)),
+              "h": h_forms[int(rng.integers(len(h_forms)))]} for r in range(max(2, n_exp // 2))]
+    candidates = []
+    for g in range(n_exp):
+        for k in range(int(rng.integers(1, 4))):
+            text = " ".join(["w"] * int(rng.integers(1, 7)))
+            cov = {units[int(r)]["id"]: float(rng.choice([0.5, 1.0, 2.0]))
+                   for r in rng.choice(len(units), size=int(rng.integers(0, 3)), replace=False)}
+            c = {"id": f"e{g}.{k}", "experience": f"e{g}", "kind": "fact", "text": text, "coverage": cov}
+            if cost_source == "given" or rng.random() < 0.3:
+                c["cost"] = float(rng.integers(1, 9)) if cost_source == "given" else float(len(text.split()))
+            candidates.append(c)
+    order = rng.permutation(len(candidates))
+    return {"format": FORMAT, "id": "rand", "cost_model": "words", "cost_source": cost_source,
+            "experiences": [{"id": f"e{g}", "text": "x"} for g in range(n_exp)], "units": units,
+            "candidates": [candidates[i] for i in order]}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_arrays_match_the_package_record_by_record(seed):
+    rng = np.random.default_rng(seed)
+    data = _random_package(rng, 25, "given" if seed % 2 else "text")
+    pkg = package_from_dict(data)
+    comp = compile_package(pkg)
+    p = comp.problem
+    exp_index = {e["id"]: g for g, e in enumerate(data["experiences"])}
+    unit_index = {u["id"]: r for r, u in enumerate(data["units"])}
+    dense = p.coverage.toarray()
+    largest = {}
+    for i, c in enumerate(data["candidates"]):
+        cost = c.get("cost", float(len(c["text"].split())))
+        assert comp.candidate_ids[i] == c["id"] and p.costs[i] == cost and p.groups[i] == exp_index[c["experience"]]
+        expected_row = np.zeros(len(data["units"]))
+        for u, a in c["coverage"].items():
+            expected_row[unit_index[u]] = a
+        assert np.array_equal(dense[i], expected_row)
+        largest[c["experience"]] = max(largest.get(c["experience"], 0.0), cost)
+    assert stream_cost(pkg) == sum(largest.values()) == p.stream_cost()
+    assert candidate_costs(pkg) == {c["id"]: c.get("cost", float(len(c["text"].split()))) for c in data["candidates"]}
+    # every h against its definition, at points on and between the breakpoints
+    zs = np.array([0.0, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 9.0])
+    for r, u in enumerate(data["units"]):
+        got = np.min(p.h_slopes[r][:, None] * zs + p.h_intercepts[r][:, None], axis=0)
+        if u["h"] == "min1" or "cap" in u["h"]:
+            want = np.minimum(zs, 1.0 if u["h"] == "min1" else u["h"]["cap"])
+        else:
+            pts = [[0.0, 0.0]] + u["h"]["breakpoints"]
+            want = np.interp(zs, [z for z, _ in pts], [v for _, v in pts])
+        assert np.allclose(got, want, rtol=0, atol=1e-12), (u["h"], got, want)

@@ -25,14 +25,22 @@ import click
 from .. import __version__
 from ..errors import MemauditError
 from ..fileio import guard_inputs
-from .common import EXIT_BAD_INPUT, EXIT_NOT_CERTIFIED, EXIT_OK, EXIT_USAGE
-from .package import one_line
+from .common import EXIT_BAD_INPUT, EXIT_NOT_CERTIFIED, EXIT_OK, EXIT_USAGE, one_line
 
-__all__ = ["main", "run", "EXIT_OK", "EXIT_BAD_INPUT", "EXIT_USAGE", "EXIT_NOT_CERTIFIED"]
+__all__ = ["main", "run", "COMMAND_MODULES", "EXIT_OK", "EXIT_BAD_INPUT", "EXIT_USAGE", "EXIT_NOT_CERTIFIED"]
 
 
 class _Group(click.Group):
-    """Turns every MemauditError into ``error: <message>`` on stderr and exit code 1."""
+    """Turns every MemauditError into ``error: <message>`` on stderr and exit code 1; imports a
+    command's module only when the command is asked for (see :data:`COMMAND_MODULES`)."""
+
+    def list_commands(self, ctx):
+        return sorted({*self.commands, *COMMAND_MODULES})
+
+    def get_command(self, ctx, name):
+        if name not in self.commands and name in COMMAND_MODULES:
+            _load_commands(COMMAND_MODULES[name])
+        return self.commands.get(name)
 
     def invoke(self, ctx):
         try:
@@ -60,29 +68,33 @@ def main():
     """
 
 
-# -- the commands: this package's modules, then the subpackages' (each keeps its heavy imports inside its commands)
+# -- the commands, each imported when it runs (``memaudit solve`` loads no harness, store importer or plotting)
 
-def _add_commands() -> None:
-    from ..diagnose.cli import COMMANDS as diagnose_commands
-    from ..generators.cli import COMMANDS as generator_commands
-    from ..harness.cli import COMMANDS as harness_commands
-    from ..locomo.cli import COMMANDS as locomo_commands
-    from ..results.cli import COMMANDS as results_commands
-    from ..results.cli import html_command
-    from ..stores.cli import COMMANDS as store_commands
-    from .baseline import COMMANDS as baseline_commands
-    from .package import COMMANDS as package_commands
-    from .settings import COMMANDS as settings_commands
-    from .solve import COMMANDS as solve_commands
+#: the module (relative to this package) whose ``COMMANDS`` list holds each top-level command
+COMMAND_MODULES = {
+    "solve": ".solve", "verify": ".solve",
+    "validate": ".package", "inspect": ".package", "schema": ".package",
+    "baseline": ".baseline", "compare": ".baseline",
+    "settings": ".settings",
+    "generate": "..generators.cli", "ablate": "..generators.cli", "report": "..generators.cli",
+    "harness": "..harness.cli",
+    "union": "..stores.cli", "audit": "..stores.cli", "adjudicate": "..stores.cli",
+    "import": "..locomo.cli", "locomo": "..locomo.cli",
+    "diagnose": "..diagnose.cli",
+    "sweep": "..results.cli",
+}
 
-    for command in (*solve_commands, *package_commands, *baseline_commands, *settings_commands,
-                    *generator_commands, *harness_commands, *store_commands, *locomo_commands,
-                    *diagnose_commands, *results_commands):
+
+def _load_commands(module: str) -> None:
+    """Register every command of ``module`` (a value of :data:`COMMAND_MODULES`) on :func:`main`."""
+    import importlib
+
+    for command in importlib.import_module(module, __name__).COMMANDS:
         main.add_command(command)
-    main.commands["report"].add_command(html_command)
+    if module == "..generators.cli":      # ``report html`` lives with the results store
+        from ..results.cli import html_command
 
-
-_add_commands()
+        main.commands["report"].add_command(html_command)
 
 
 def run() -> None:

@@ -12,14 +12,9 @@ from ..clitools import budget_options, check_budget_flags, check_fraction, num, 
 from ..coupling import coupling_report
 from ..errors import MemauditError
 from ..package import COST_MODEL_UNITS, load_package, package_json_schema, resolve_budget, summarize
-from .common import EXIT_BAD_INPUT, EXIT_OK
+from .common import EXIT_BAD_INPUT, EXIT_OK, one_line
 
 __all__ = ["COMMANDS", "one_line"]
-
-
-def one_line(exc: BaseException) -> str:
-    """An error message on one line, control characters escaped."""
-    return safe(" ".join(str(exc).split()))
 
 
 @click.command()

@@ -41,6 +41,8 @@ def check_magnitude(f: float) -> str | None:
 
 
 def _in_range(f: float) -> float:
+    if MIN_MAGNITUDE <= abs(f) <= MAX_MAGNITUDE or f == 0:
+        return f
     problem = check_magnitude(f)
     if problem is not None:
         raise ValueError(problem)
@@ -49,6 +51,8 @@ def _in_range(f: float) -> float:
 
 def finite(v) -> float | None:
     """``float(v)`` when ``v`` is a finite real number (not a bool), else None (also for integers past 1e308)."""
+    if type(v) is float:            # what JSON numbers parse to: no abstract-class check (it was most of a load)
+        return v if math.isfinite(v) else None
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         return None
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
+import itertools
 from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import BeforeValidator, Field, Strict, field_validator, model_validator
@@ -162,10 +162,16 @@ class Package(_Model):
 
 
 def _cross_reference_problems(pkg: Package) -> list[str]:
+    """Every broken rule between records, in the order: duplicate ids, then each candidate's experience,
+    coverage keys and cost, then empty groups, then queries, then meta.  Set operations rule out the
+    common case (nothing wrong) at C speed; a message is only built where a rule fails."""
     problems = []
     for field in ("experiences", "units", "candidates", "queries"):
+        items = getattr(pkg, field)
+        if len({item.id for item in items}) == len(items):
+            continue
         seen: dict[str, int] = {}
-        for i, item in enumerate(getattr(pkg, field)):
+        for i, item in enumerate(items):
             if item.id in seen:
                 problems.append(f"{field}[{i}].id must be unique among the {field}; got {item.id!r}, "
                                 f"already the id of {field}[{seen[item.id]}]")
@@ -173,21 +179,25 @@ def _cross_reference_problems(pkg: Package) -> list[str]:
                 seen[item.id] = i
     experience_ids = {e.id for e in pkg.experiences}
     unit_ids = {u.id for u in pkg.units}
-    n_per_experience: Counter = Counter()
-    for i, c in enumerate(pkg.candidates):
-        at = f"candidates[{i}] ({c.id!r})"
-        if c.experience in experience_ids:
-            n_per_experience[c.experience] += 1
-        else:
-            problems.append(f"{at}.experience must name an experience of this package; got {c.experience!r}")
-        problems.extend(f"{at}.coverage key must name a unit of this package; got {key!r}"
-                        for key in c.coverage if key not in unit_ids)
-        if (p := _cost_problem(pkg, at, c)):
-            problems.append(p)
-    for i, e in enumerate(pkg.experiences):
-        if n_per_experience[e.id] == 0:
-            problems.append(f"experiences[{i}] ({e.id!r}) must have at least one candidate (its group is empty); "
-                            "got none")
+    candidates = pkg.candidates
+    given = pkg.cost_source == "given" and all(c.cost is not None for c in candidates)   # nothing to compute
+    if not (given and experience_ids.issuperset([c.experience for c in candidates])
+            and unit_ids.issuperset(itertools.chain.from_iterable(c.coverage for c in candidates))):
+        for i, c in enumerate(candidates):
+            cost = "" if given else _cost_problem(pkg, i, c)
+            if not cost and c.experience in experience_ids and unit_ids.issuperset(c.coverage):
+                continue
+            at = _at(i, c)
+            if c.experience not in experience_ids:
+                problems.append(f"{at}.experience must name an experience of this package; got {c.experience!r}")
+            problems.extend(f"{at}.coverage key must name a unit of this package; got {key!r}"
+                            for key in c.coverage if key not in unit_ids)
+            if cost:
+                problems.append(cost)
+    grouped = {c.experience for c in candidates}
+    if not grouped.issuperset(experience_ids):
+        problems.extend(f"experiences[{i}] ({e.id!r}) must have at least one candidate (its group is empty); got none"
+                        for i, e in enumerate(pkg.experiences) if e.id not in grouped)
     for i, q in enumerate(pkg.queries):
         problems.extend(f"queries[{i}] ({q.id!r}).requires[{j}] must name a unit of this package; got {r!r}"
                         for j, r in enumerate(q.requires) if r not in unit_ids)
@@ -196,22 +206,26 @@ def _cross_reference_problems(pkg: Package) -> list[str]:
     return problems
 
 
-def _cost_problem(pkg: Package, at: str, c: Candidate) -> str:
+def _at(i: int, c: Candidate) -> str:
+    return f"candidates[{i}] ({c.id!r})"
+
+
+def _cost_problem(pkg: Package, i: int, c: Candidate) -> str:
     if pkg.cost_source == "given":
         if c.cost is None:
-            return f'{at}.cost is required because the package says "cost_source": "given"; got none'
+            return f'{_at(i, c)}.cost is required because the package says "cost_source": "given"; got none'
         return ""
     computed = cost_of(c.text, pkg.cost_model)
-    units = COST_MODEL_UNITS[pkg.cost_model]
     if c.cost is None:
         if computed <= 0:
-            return (f"{at}.cost is not given and its text costs 0 {units}, but a cost must be > 0: give the "
-                    f'candidate a non-empty text, or a cost together with "cost_source": "given"; got text {c.text!r}')
+            return (f"{_at(i, c)}.cost is not given and its text costs 0 {COST_MODEL_UNITS[pkg.cost_model]}, but a "
+                    'cost must be > 0: give the candidate a non-empty text, or a cost together with "cost_source": '
+                    f'"given"; got text {c.text!r}')
         return ""
     if c.cost != computed:
-        return (f"{at}.cost must equal the cost of its text under cost_model {pkg.cost_model!r} "
-                f'({computed} {units}); got {_show(c.cost)}. To keep given costs, set "cost_source": "given" '
-                "at the top level of the package")
+        return (f"{_at(i, c)}.cost must equal the cost of its text under cost_model {pkg.cost_model!r} "
+                f'({computed} {COST_MODEL_UNITS[pkg.cost_model]}); got {_show(c.cost)}. To keep given costs, set '
+                '"cost_source": "given" at the top level of the package')
     return ""
 
 

@@ -5,6 +5,7 @@ YAML is read by :mod:`memaudit.formats.yamlfile` under the same limits."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import json
 import math
@@ -17,7 +18,7 @@ from typing import Any, NamedTuple
 from ..errors import InputError
 from ..fileio import note_input
 
-__all__ = ["Document", "NonFinite", "read_bytes", "read_json", "parse_json", "json_path", "MAX_BYTES", "MAX_DEPTH",
+__all__ = ["Document", "NonFinite", "read_bytes", "read_json", "parse_json", "json_path", "paused_gc", "MAX_BYTES", "MAX_DEPTH",
            "MAX_CONTAINERS", "MAX_VALUES", "MAX_INT_DIGITS", "MAX_YAML_BYTES", "MAX_ALIAS_NODES", "PIPE_IDLE_SECONDS"]
 
 #: largest input read, in bytes (64 MiB); a reader may pass its own ``max_bytes``
@@ -273,14 +274,38 @@ class _Refused(Exception):
 
 
 def _object(pairs):
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            ids = [v for k, v in pairs if k == "id" and isinstance(v, str)]
-            where = f" (the object with id {ids[0]!r})" if ids else ""
-            raise _Refused(f"key {key!r} appears twice in one JSON object{where}; JSON keys must be unique")
-        out[key] = value
-    return out
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    seen = set()
+    key = next(k for k, _ in pairs if k in seen or seen.add(k))     # the first key seen twice
+    ids = [v for k, v in pairs if k == "id" and isinstance(v, str)]
+    where = f" (the object with id {ids[0]!r})" if ids else ""
+    raise _Refused(f"key {key!r} appears twice in one JSON object{where}; JSON keys must be unique")
+
+
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+
+
+def _long_digit_run(raw: bytes) -> bool:
+    """True when ``raw`` holds a run of more than MAX_INT_DIGITS digits (only then can an integer literal be too
+    long, and only then is every one checked in Python): a byte translation and a substring search, at C speed."""
+    return b"0" * (MAX_INT_DIGITS + 1) in raw.translate(_DIGITS_AS_ZERO)
+
+
+@contextlib.contextmanager
+def paused_gc():
+    """The cyclic garbage collector off inside the block (and back on after, if it was on).
+
+    Parsing and validating a document builds hundreds of thousands of containers and no cycles;
+    the collector's passes over them were a third of a large package's load time."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def _int(s: str) -> int:
@@ -305,8 +330,10 @@ def parse_json(raw: bytes, source: str = "<json>", *, what: str = "document", er
         literals.append(NonFinite(name))
         return literals[-1]
 
+    hooks = {"parse_int": _int} if _long_digit_run(raw) else {}   # Python's own int() otherwise
     try:
-        data = json.loads(text, object_pairs_hook=_object, parse_int=_int, parse_constant=constant)
+        with paused_gc():
+            data = json.loads(text, object_pairs_hook=_object, parse_constant=constant, **hooks)
     except _Refused as exc:
         raise error(f"{source}: not valid JSON: {exc}") from None
     except json.JSONDecodeError as exc:
