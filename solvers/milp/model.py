@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -42,24 +41,24 @@ SCALE_COLUMNS = 20_000
 _NOT_TAKEN = object()
 
 
-def _check_settings(budget, time_limit, threads, integral_y=_NOT_TAKEN) -> dict:
-    """Validate the budget and the settings; return the settings with defaults filled in.
+def _check_settings(method: str, budget, time_limit, threads, integral_y=_NOT_TAKEN) -> dict:
+    """Validate the budget and the settings against ``method``'s declarations in
+    :data:`memaudit_solvers.registry.SETTINGS` (stated once, there); return the settings with
+    defaults filled in and an infinite ``time_limit`` as None.
 
     ``integral_y`` is checked only for the back-ends that take it.
     """
+    from ..registry import SETTINGS      # the registry imports the back-ends: look it up at call time
+    from ..settings import validate_settings
+
     check_budget(budget)
-    if time_limit is not None:
-        if (isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real)
-                or math.isnan(float(time_limit)) or not float(time_limit) > 0):
-            raise ValueError(f"The 'time_limit' must be None or a number of seconds > 0. Got {time_limit!r} instead.")
-        time_limit = None if math.isinf(time_limit) else float(time_limit)
-    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1:
-        raise ValueError(f"The 'threads' must be an integer >= 1. Got {threads!r} instead.")
-    settings = {"time_limit": time_limit, "threads": int(threads)}
+    given = {"time_limit": time_limit, "threads": threads}
     if integral_y is not _NOT_TAKEN:
-        if not isinstance(integral_y, (bool, np.bool_)):
-            raise ValueError(f"The 'integral_y' must be True or False. Got {integral_y!r} instead.")
-        settings["integral_y"] = bool(integral_y)
+        given["integral_y"] = integral_y
+    settings = validate_settings(f"method {method!r}", SETTINGS[method], given)
+    if settings["time_limit"] is not None and math.isinf(settings["time_limit"]):
+        settings["time_limit"] = None
+    settings["threads"] = int(settings["threads"])
     return settings
 
 
