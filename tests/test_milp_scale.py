@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from memaudit_solvers.bruteforce import brute_force
 from memaudit_solvers.milp import BACKENDS, installed_backends
@@ -41,19 +41,28 @@ def test_single_group_units_are_found():
     assert _single_group_units(cover, np.array([0, 0, 1])).tolist() == [True, False, True, True]
 
 
-def test_units_of_one_group_fold_into_its_candidates():
+@pytest.fixture
+def at_scale(monkeypatch):
+    """Every model counts as large (``SCALE_COLUMNS`` = 0)."""
+    monkeypatch.setattr(model_module, "SCALE_COLUMNS", 0)
+    monkeypatch.setattr(highs_module, "SCALE_COLUMNS", 0)
+
+
+def test_units_of_one_group_fold_into_its_candidates(at_scale):
     # unit 0 is covered by candidates 0 and 1 (group 0 only), unit 1 by groups 0 and 1
     p = Problem.build([2.0, 1.5, 1.0], [0, 0, 1], [[1.0, 0.5], [0.5, 0.0], [0.0, 1.0]], [2.0, 3.0])
     model = _reduced_model(p, 10.0)
     assert model.units.tolist() == [1]
     assert (model.x_values / model.value_scale).tolist() == [2.0, 1.0, 0.0]
     assert _reduced_model(p, 10.0, fold_private=False).units.tolist() == [0, 1]
+    model_module.SCALE_COLUMNS = 10**9            # below scale only a unit one candidate covers folds
+    assert _reduced_model(p, 10.0).units.tolist() == [0, 1]
 
 
 @pytest.mark.parametrize("method", FLOAT_BACKENDS)
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10**6), frac=st.sampled_from([0.2, 0.45, 0.7, 1.0]))
-def test_folded_model_keeps_opt(method, seed, frac):
+def test_folded_model_keeps_opt(at_scale, method, seed, frac):
     p = grouped_problem(seed)
     budget = float(int(frac * p.costs.sum()))
     opt = brute_force(p, budget).value
@@ -63,10 +72,8 @@ def test_folded_model_keeps_opt(method, seed, frac):
 
 @pytest.mark.parametrize("hinted", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_scale_options_keep_opt(monkeypatch, seed, hinted):
+def test_scale_options_keep_opt(at_scale, seed, hinted):
     """Every model counts as large: no presolve, the IPM root, heuristics off with a hint; OPT unchanged."""
-    monkeypatch.setattr(model_module, "SCALE_COLUMNS", 0)
-    monkeypatch.setattr(highs_module, "SCALE_COLUMNS", 0)
     p = random_problem(6, seed, restate=0.5)
     for frac in (0.1, 0.25, 0.5):
         budget = frac * p.stream_cost()
