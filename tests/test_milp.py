@@ -443,7 +443,7 @@ def test_integral_y_off_above_the_cap_gives_the_same_opt(method, monkeypatch):
     from memaudit_solvers.bruteforce import brute_force as oracle
     from memaudit_solvers.random_problems import random_problem as package_like
     for seed in range(3):
-        problem = package_like(6, seed)
+        problem = package_like(8, seed, restate=0.8)   # units restated across groups stay y columns
         budget = float(int(0.25 * problem.stream_cost()))
         on = BACKENDS[method](problem, budget)
         monkeypatch.setattr(scaling, "_MAX_INTEGRAL_Y", 0)

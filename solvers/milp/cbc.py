@@ -115,7 +115,7 @@ def milp_cbc(problem: Problem, budget: float, /, *, time_limit: float | None = N
     ('optimal', 2.5, 2.5)
     """
     started = time.perf_counter()
-    settings = _check_settings(budget, time_limit, threads, integral_y)
+    settings = _check_settings("milp-cbc", budget, time_limit, threads, integral_y)
     hint = _check_hint(problem, budget, hint)
     try:
         import cbcbox

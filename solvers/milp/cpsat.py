@@ -72,7 +72,7 @@ def cpsat(problem: Problem, budget: float, /, *, time_limit: float | None = None
     ('optimal', 2.5, 2.5)
     """
     started = time.perf_counter()
-    settings = _check_settings(budget, time_limit, threads)
+    settings = _check_settings("cpsat", budget, time_limit, threads)
     hint = _check_hint(problem, budget, hint)
     try:
         from ortools.sat.python import cp_model

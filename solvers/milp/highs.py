@@ -9,8 +9,8 @@ import numpy as np
 
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
-from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_hint, _checked_store, _check_settings, _hint_columns,
-                    _Model, _prepare, _unscaled_bound, _zero_gap)
+from .model import (FEASIBILITY_TOL, RANDOM_SEED, SCALE_COLUMNS, _check_hint, _checked_store, _check_settings,
+                    _hint_columns, _Model, _prepare, _unscaled_bound, _zero_gap)
 from .scaling import _Grid, _grid_gap, _grid_message
 from .versions import _dist_version, _unavailable
 
@@ -76,17 +76,45 @@ def _highs_lp(highspy, model: _Model, grid: _Grid | None):
     return lp
 
 
+#: HiGHS's primal heuristics, switched off at scale when a MIP start is given
+_HEURISTICS_OFF = {"mip_heuristic_effort": 0.0, "mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False,
+                   "mip_heuristic_run_root_reduced_cost": False}
+
+
+def _scale_options(model: _Model, has_start: bool) -> dict:
+    """HiGHS options for a large model (``SCALE_COLUMNS`` columns or more); none below that size.
+
+    Measured on ``random_problem`` at 10,000-100,000 experiences (docs/backends.md): HiGHS's own
+    presolve took 1-3 s at 10,000 experiences and its restarts after reduced-cost fixing re-ran it up
+    to four times, where without it the root LP and its cuts close the gap in one node; the dual
+    simplex needed 76 s for the root LP at 100,000 experiences and the interior-point solver 10-16 s
+    (``mip_lp_solver = ipm``, its crossover gives the basis the cuts need).  The feasibility jump
+    heuristic is off (the empty store is always feasible; with it a 60 s limit was overrun by 744 s at
+    100,000 experiences), and with a MIP start the other primal heuristics too: the start is the
+    store to beat, and they took most of the time at 10,000 experiences.  None of these options
+    touches the proof: the bound is HiGHS's own, from its own model.
+    """
+    if model.n_x + model.n_y < SCALE_COLUMNS:
+        return {}
+    options: dict = {"presolve": "off", "mip_lp_solver": "ipm", "mip_heuristic_run_feasibility_jump": False}
+    if has_start:
+        options.update(_HEURISTICS_OFF)
+    return options
+
+
 def _solve_highs(highspy, lp, settings: dict, started: float, presolve: bool = True, start=None,
-                 abs_gap: float = 0.0):
+                 abs_gap: float = 0.0, extra: dict | None = None):
     """A fresh silent HiGHS run on ``lp``: returns (the Highs object, its run status).
 
     The time limit counts from ``started``, so a second run gets only what is left.  ``start``
     (column values, or None) is handed to HiGHS as a MIP start (``setSolution``); ``abs_gap`` is
-    ``mip_abs_gap`` (0, or just under one step of the objective's grid: see :func:`milp_highs`).
+    ``mip_abs_gap`` (0, or just under one step of the objective's grid: see :func:`milp_highs`);
+    ``extra`` are further options (:func:`_scale_options`).
     """
     h = _new_silent_highs(highspy)
     options = {"mip_rel_gap": 0.0, "mip_abs_gap": abs_gap, "threads": settings["threads"], "random_seed": RANDOM_SEED,
-               "primal_feasibility_tolerance": FEASIBILITY_TOL, "mip_feasibility_tolerance": FEASIBILITY_TOL}
+               "primal_feasibility_tolerance": FEASIBILITY_TOL, "mip_feasibility_tolerance": FEASIBILITY_TOL,
+               **(extra or {})}
     if not presolve:
         options["presolve"] = "off"
     if settings["time_limit"] is not None:
@@ -163,7 +191,7 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
     ('optimal', 2.5, 2.5)
     """
     started = time.perf_counter()
-    settings = _check_settings(budget, time_limit, threads, integral_y)
+    settings = _check_settings("milp-highs", budget, time_limit, threads, integral_y)
     hint = _check_hint(problem, budget, hint)
     try:
         import highspy
@@ -178,13 +206,17 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
     # F is a multiple of step: HiGHS may stop once its bound is less than one step above its store
     step, abs_gap = _grid_gap(problem, budget, model, grid, stats)
     start = _hint_columns(problem, model, grid, hint, stats)
+    extra = _scale_options(model, start is not None)
+    stats["scale_options"] = extra
     t1 = time.perf_counter()
-    h, run_status = _solve_highs(highspy, lp, settings, started, start=start, abs_gap=abs_gap)
-    if h.getModelStatus() in (highspy.HighsModelStatus.kInfeasible, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+    h, run_status = _solve_highs(highspy, lp, settings, started, start=start, abs_gap=abs_gap, extra=extra)
+    if "presolve" not in extra and h.getModelStatus() in (highspy.HighsModelStatus.kInfeasible,
+                                                           highspy.HighsModelStatus.kUnboundedOrInfeasible):
         # the empty store is feasible: HiGHS's presolve erred (seen on near-equal coefficients
         # such as 1/3 next to 0.333333); solve once more without it, in the time that is left
         stats["presolve_failed"] = h.modelStatusToString(h.getModelStatus())
-        h, run_status = _solve_highs(highspy, lp, settings, started, presolve=False, start=start, abs_gap=abs_gap)
+        h, run_status = _solve_highs(highspy, lp, settings, started, presolve=False, start=start, abs_gap=abs_gap,
+                                     extra=extra)
     t2 = time.perf_counter()
     model_status = h.getModelStatus()
     info = h.getInfo()

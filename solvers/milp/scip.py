@@ -91,7 +91,7 @@ def milp_scip(problem: Problem, budget: float, /, *, time_limit: float | None = 
     ('optimal', 2.5, 2.5)
     """
     started = time.perf_counter()
-    settings = _check_settings(budget, time_limit, threads, integral_y)
+    settings = _check_settings("milp-scip", budget, time_limit, threads, integral_y)
     hint = _check_hint(problem, budget, hint)
     try:
         import pyscipopt
