@@ -10,11 +10,15 @@ from .exact import fits_budget
 from .objective import budget_slack, evaluate
 from .problem import Problem
 from .result import Declined, Result, check_budget, make_result
+from .settings import Setting, validate_settings
 
-__all__ = ["brute_force", "MAX_BRUTE_STORES"]
+__all__ = ["brute_force", "BRUTE_SETTINGS", "MAX_BRUTE_STORES"]
 
 #: refuse problems with more feasible-or-not stores than this
 MAX_BRUTE_STORES = 2_000_000
+
+#: brute force's settings, declared once (the registry registers brute force with them)
+BRUTE_SETTINGS = (Setting("max_stores", int, MAX_BRUTE_STORES, "Refuse problems with more stores than this.", low=1),)
 
 
 def brute_force(problem: Problem, budget: float, /, *, max_stores: int = MAX_BRUTE_STORES) -> Result:
@@ -35,8 +39,7 @@ def brute_force(problem: Problem, budget: float, /, *, max_stores: int = MAX_BRU
     """
     started = time.perf_counter()
     budget = check_budget(budget)
-    if not isinstance(max_stores, int) or max_stores < 1:
-        raise ValueError(f"max_stores must be an int >= 1; got {max_stores!r}")
+    validate_settings("method 'brute'", BRUTE_SETTINGS, {"max_stores": max_stores})
     members = problem.group_members()
     n_stores = 1
     for m in members:

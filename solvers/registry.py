@@ -16,7 +16,7 @@ import functools
 from .baselines import (PICKS, density, density_global, fifo, gvt, gvt_geometric, gvt_upgrade, kind_greedy,
                         kind_writer, random_store, recency, recency_raw)
 from .bnb import BNB_SETTINGS, branch_and_bound
-from .bruteforce import MAX_BRUTE_STORES, brute_force
+from .bruteforce import BRUTE_SETTINGS, brute_force
 from .enumeration import greedy_enum
 from .greedy import greedy
 from .milp import BACKENDS
@@ -45,8 +45,7 @@ _MILP = (TIME_LIMIT, THREADS, INTEGRAL_Y)
 
 #: methods that prove optimality when they finish: name -> (function, *settings)
 _EXACT = {"bnb": (branch_and_bound, *_BNB),
-          "brute": (brute_force, Setting("max_stores", int, MAX_BRUTE_STORES,
-                                         "Refuse problems with more stores than this.", low=1)),
+          "brute": (brute_force, *BRUTE_SETTINGS),   # declared beside brute force, which validates with them
           "milp-highs": (BACKENDS["milp-highs"], *_MILP),
           "milp-cbc": (BACKENDS["milp-cbc"], *_MILP),
           "cpsat": (BACKENDS["cpsat"], TIME_LIMIT, THREADS),
