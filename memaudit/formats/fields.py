@@ -41,8 +41,6 @@ def check_magnitude(f: float) -> str | None:
 
 
 def _in_range(f: float) -> float:
-    if MIN_MAGNITUDE <= abs(f) <= MAX_MAGNITUDE or f == 0:
-        return f
     problem = check_magnitude(f)
     if problem is not None:
         raise ValueError(problem)
