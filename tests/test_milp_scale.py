@@ -7,7 +7,6 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from memaudit_solvers.bruteforce import brute_force
 from memaudit_solvers.milp import BACKENDS, installed_backends
-from memaudit_solvers.milp import highs as highs_module
 from memaudit_solvers.milp import model as model_module
 from memaudit_solvers.milp.model import _reduced_model, _single_group_units
 from memaudit_solvers.problem import Problem, breakpoint_pieces
@@ -45,7 +44,6 @@ def test_single_group_units_are_found():
 def at_scale(monkeypatch):
     """Every model counts as large (``SCALE_COLUMNS`` = 0)."""
     monkeypatch.setattr(model_module, "SCALE_COLUMNS", 0)
-    monkeypatch.setattr(highs_module, "SCALE_COLUMNS", 0)
 
 
 def test_units_of_one_group_fold_into_its_candidates(at_scale):

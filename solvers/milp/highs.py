@@ -9,8 +9,7 @@ import numpy as np
 
 from ..problem import Problem
 from ..result import Result, SolverError, make_result
-from .model import (FEASIBILITY_TOL, RANDOM_SEED, SCALE_COLUMNS, _check_hint, _checked_store, _check_settings,
-                    _hint_columns, _Model, _prepare, _unscaled_bound, _zero_gap)
+from .model import (FEASIBILITY_TOL, RANDOM_SEED, _check_hint, _checked_store, _check_settings, _hint_columns, _Model, _prepare, _unscaled_bound, _zero_gap)
 from .scaling import _Grid, _grid_gap, _grid_message
 from .versions import _dist_version, _unavailable
 
@@ -82,7 +81,8 @@ _HEURISTICS_OFF = {"mip_heuristic_effort": 0.0, "mip_heuristic_run_rins": False,
 
 
 def _scale_options(model: _Model, has_start: bool) -> dict:
-    """HiGHS options for a large model (``SCALE_COLUMNS`` columns or more); none below that size.
+    """HiGHS options for a model at scale (``_Model.at_scale``: ``SCALE_COLUMNS`` columns or more before
+    the fold); none below that size.
 
     Measured on ``random_problem`` at 10,000-100,000 experiences (docs/backends.md): HiGHS's own
     presolve took 1-3 s at 10,000 experiences and its restarts after reduced-cost fixing re-ran it up
@@ -94,7 +94,7 @@ def _scale_options(model: _Model, has_start: bool) -> dict:
     store to beat, and they took most of the time at 10,000 experiences.  None of these options
     touches the proof: the bound is HiGHS's own, from its own model.
     """
-    if model.n_x + model.n_y < SCALE_COLUMNS:
+    if not model.at_scale:
         return {}
     options: dict = {"presolve": "off", "mip_lp_solver": "ipm", "mip_heuristic_run_feasibility_jump": False}
     if has_start:

@@ -30,10 +30,11 @@ FEASIBILITY_TOL = 1e-10
 _GAP_RTOL = 1e-9
 
 
-#: a reduced model with at least this many columns (x and y) is *at scale*: y stays continuous (the
+#: a reduced model with at least this many columns (x and y, after the dominance presolve, before the fold)
+#: is *at scale* (``_Model.at_scale``, decided once): units of one group fold, y stays continuous (the
 #: objective's grid still closes the gap: :func:`memaudit_solvers.milp.scaling._grid_gap`) and HiGHS gets
 #: its scale options (:func:`memaudit_solvers.milp.highs._scale_options`).  ``random_problem(10000, seed)``
-#: reduces to about 22,000 columns, the benchmark families up to 3,000 experiences to under 8,000.  With
+#: reduces to about 22,000 columns after the fold, the benchmark families up to 3,000 experiences to under 8,000.  With
 #: integral y at 10,000 experiences HiGHS needed 17.7 s (5 %) and had no proof in 60 s (25 %) where
 #: continuous y with the grid rule took 0.5-0.9 s (docs/backends.md)
 SCALE_COLUMNS = 20_000
@@ -104,6 +105,7 @@ class _Model:
     decimal_unit: float = 1.0     # power of two: the model's costs / it are the package's own numbers
     replaced: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))     # (k,) dominated, dropped
     replacement: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # (k,) a kept dominator of each
+    at_scale: bool = False        # SCALE_COLUMNS or more columns before the fold: decided once, here
 
     @property
     def n_x(self) -> int:
@@ -190,13 +192,14 @@ def _reduced_model(problem: Problem, budget: float, fold_private: bool = True) -
     cover = sp.csr_array(a.T)
     cover.sort_indices()
     x_values = np.zeros(candidates.size)
+    at_scale = candidates.size + units.size >= SCALE_COLUMNS
     if fold_private and units.size:
         # a unit whose kept candidates all lie in one group is worth sum_u w[r] * h_r(a[u, r]) * x[u]:
         # at most one of them is stored (one per group), h(0) = 0 and x is binary, so the sum is exact.
         # Its value moves onto those x columns and its y column and cover rows go.  Below SCALE_COLUMNS
         # only units one candidate covers fold: on the benchmark families (up to 3,000 experiences) the
         # wider fold was as often slower as faster for HiGHS (0.7-7x either way), at scale it pays
-        if candidates.size + units.size >= SCALE_COLUMNS:
+        if at_scale:
             own = _single_group_units(cover, problem.groups[candidates])
         else:
             own = np.diff(cover.indptr) == 1
@@ -245,6 +248,7 @@ def _reduced_model(problem: Problem, budget: float, fold_private: bool = True) -
                   piece_intercepts=pb, group_ids=group_ids, group_rows=group_rows, budget=float(budget) * cost_scale,
                   budget_row=bool(infeasibility(problem, _group_max_store(problem, candidates), budget)),
                   cost_scale=cost_scale, value_scale=value_scale, decimal_unit=cost_scale * problem.cost_unit,
+                  at_scale=bool(at_scale),
                   replaced=replaced, replacement=replacement)
 
 
@@ -328,7 +332,7 @@ def _prepare(problem: Problem, budget: float, method: str, backend: str, version
     model = _reduced_model(problem, budget)
     if model.n_x == 0:
         return _trivial(problem, budget, method, settings, started, stats), model, None, stats
-    grid = _try_grid(model, settings["integral_y"] and model.n_x + model.n_y < SCALE_COLUMNS)
+    grid = _try_grid(model, settings["integral_y"] and not model.at_scale)
     stats.update(integral_y=grid is not None, y_scale=None if grid is None else grid.y_scale)
     _check_faithful(model, method)
     return None, model, grid, stats
