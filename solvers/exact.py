@@ -20,7 +20,8 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["as_fraction", "exact_sum", "fits_budget", "power_of_two", "decimal_grid", "MAX_MAGNITUDE_RATIO"]
+__all__ = ["as_fraction", "exact_sum", "fits_budget", "lattice_budget", "power_of_two", "decimal_grid",
+           "MAX_MAGNITUDE_RATIO"]
 
 #: CP-SAT data: largest denominator tried for each number, and largest scaled integer accepted
 _MAX_DENOMINATOR = 10**6
@@ -90,6 +91,42 @@ def fits_budget(costs, budget: float) -> bool:
     if total - err > budget:
         return False
     return exact_sum(arr) <= as_fraction(budget)
+
+
+def lattice_budget(costs, budget: float) -> float:
+    """The budget rounded down to the costs' grid: a float ``B' <= budget`` that every store fits
+    exactly when it fits ``budget`` (:func:`fits_budget`).
+
+    When every cost is a multiple of a step ``g`` (the decimals the floats stand for, see
+    :func:`decimal_grid`), every store costs a multiple of ``g``, so none costs more than
+    ``floor(budget / g) * g`` and at most ``budget``: the budget can be lowered to that multiple
+    without losing a store.  A knapsack row stated with it has a tighter LP (its relaxation cannot
+    spend the remainder).  ``B'`` is that multiple, or the float just above it when it is not a
+    float; ``budget`` itself when the costs are on no usable grid.
+
+    Examples
+    --------
+    >>> lattice_budget([4, 6, 10], 19.95), lattice_budget([0.5, 1.25], 2.9), lattice_budget([1 / 3], 2.0)
+    (18.0, 2.75, 2.0)
+    """
+    budget = float(budget)
+    values = np.unique(np.abs(np.asarray(costs, dtype=float).reshape(-1)))
+    values = values[values > 0]
+    if values.size == 0 or not math.isfinite(budget) or budget < 0:
+        return budget
+    if np.all(values == np.rint(values)) and values[-1] < 2.0 ** 53 and budget < 2.0 ** 53:
+        step = int(np.gcd.reduce(values.astype(np.int64)))       # integers: no fractions needed
+        return float(math.floor(budget) // step * step) if step > 0 else budget
+    grid = decimal_grid(values)
+    if grid is None:
+        return budget
+    scale, ints = grid
+    step = Fraction(math.gcd(*ints), scale)
+    exact = math.floor(as_fraction(budget) / step) * step
+    lowered = float(exact)
+    if Fraction(lowered) < exact:
+        lowered = math.nextafter(lowered, math.inf)
+    return min(lowered, budget)
 
 
 def power_of_two(magnitude: float) -> float:

@@ -137,3 +137,31 @@ def test_root_bound_is_at_least_opt_with_capped_h(n, seed, frac):
     assert r.status == "optimal" and r.value == pytest.approx(opt, rel=1e-9, abs=1e-12)
     root = r.stats["root_bound"] if r.stats["nodes"] else r.bound
     assert root >= opt - 1e-9 * max(1.0, opt)
+
+
+def test_a_table_with_more_than_256_options_in_a_group_keeps_their_indices():
+    """Choices are stored as bytes only while a group has at most 256 options; the 300th option of a
+    group must still be picked (a byte would wrap it to the 44th)."""
+    profit = np.zeros(301)
+    cost = np.ones(301, dtype=np.int64)
+    profit[300] = 5.0
+    assert mckp_table(profit, cost, np.array([0]), 3) == (5.0, [300])
+
+
+def test_the_table_stops_at_its_deadline():
+    profit, cost, starts = np.array([0.0, 1.0, 0.0, 2.0]), np.array([0, 1, 0, 1]), np.array([0, 2])
+    assert mckp_table(profit, cost, starts, 2, deadline=0.0) is None
+    seg_of = np.array([0, 0, 1, 1])
+    assert kept_mckp(profit, cost, seg_of, 2, np.ones(4, dtype=bool), 2, 10**6, deadline=0.0) is None
+    assert mckp_table(profit, cost, starts, 2) == (3.0, [1, 3])
+
+
+def test_a_knapsack_of_ten_thousand_experiences_is_closed_by_the_dp_at_the_root():
+    """``random_problem(10000, 1)`` at 5 %: every component collapses (a pure multiple-choice
+    knapsack), the knapsack LP is 0.98 above OPT on a 0.5 grid, and with a 20-million-cell table
+    limit (the first default) the DP bound never ran: the search timed out with its bound unmoved.
+    The DP's table here is about 100 million cells."""
+    p = random_problem(10000, 1)
+    r = branch_and_bound(p, 0.05 * p.stream_cost(), time_limit=60)
+    assert r.status == "optimal" and r.value == 10652.0
+    assert r.stats["dp_solves"] >= 1 and r.stats["coupled_groups"] == 0

@@ -437,6 +437,19 @@ def test_private_units_fold_into_the_candidate_objective():
             assert fn(p, budget).value == pytest.approx(brute_force(p, budget), rel=1e-12), (name, budget)
 
 
+def test_the_budget_row_is_rounded_down_to_the_costs_grid():
+    """Costs 2, 4 and 6 and a budget of 7.9: no store costs 7 or 7.9, so the row says 6 and its LP
+    cannot spend the 1.9 left (HiGHS's presolve does this, but it is off at scale).  Every back-end
+    still finds the brute-force optimum."""
+    from memaudit_solvers.milp.model import _reduced_model
+    p = Problem.build([2.0, 4.0, 6.0, 2.0], [0, 0, 1, 2], [[1, 0, 0], [1, 1, 0], [0, 0, 1], [0, 1, 0]], [1, 2, 3])
+    model = _reduced_model(p, 7.9)
+    assert model.budget / model.cost_scale == 6.0
+    assert 1 <= model.budget < 2                       # still scaled into [1, 2)
+    for name, fn in sorted(installed_backends().items()):
+        assert fn(p, 7.9).value == pytest.approx(brute_force(p, 7.9), rel=1e-12), name
+
+
 @pytest.mark.parametrize("method", ["milp-highs", "milp-cbc"])
 def test_integral_y_off_above_the_cap_gives_the_same_opt(method, monkeypatch):
     import memaudit_solvers.milp.scaling as scaling

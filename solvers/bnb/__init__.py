@@ -22,6 +22,7 @@ from ..settings import TIME_LIMIT, Setting, validate_settings
 from .bound import lagrangian_bound, right_slopes
 from .decompose import decompose, dominated
 from .grid import objective_grid
+from .mckp import DP_LIMIT
 from .primal import greedy
 from .search import Progress, Search
 from .treedp import TREE_LIMIT
@@ -35,7 +36,7 @@ BNB_SETTINGS = (
     Setting("root_lp", bool, True, "Bound the root with the LP relaxation (off: Lagrangian bounds only)."),
     Setting("node_lp", bool, True, "Re-solve the LP at search nodes."),
     Setting("max_combos", int, 4096, "Largest number of group combinations a component enumerates.", low=1),
-    Setting("dp_limit", int, 20_000_000, "Largest table (cells) of the knapsack dynamic programme that gives "
+    Setting("dp_limit", int, DP_LIMIT, "Largest table (cells) of the knapsack dynamic programme that gives "
             "the bound its integer value.", low=1),
     Setting("tree_limit", int, TREE_LIMIT, "Largest number of (state, entry) pairs of the exact dynamic "
             "programme over a component's path decomposition (0: off, enumerate or search instead).", low=0))
@@ -43,7 +44,7 @@ BNB_SETTINGS = (
 
 def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | None = None,
                      root_lp: bool = True, node_lp: bool = True, max_combos: int = 4096,
-                     dp_limit: int = 20_000_000, tree_limit: int = TREE_LIMIT,
+                     dp_limit: int = DP_LIMIT, tree_limit: int = TREE_LIMIT,
                      progress: Callable[[Progress], None] | None = None) -> Result:
     """Exact optimum by decomposition and branch-and-bound with Lagrangian bounds.
 

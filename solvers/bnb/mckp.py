@@ -12,19 +12,30 @@ the table runs over the remaining groups only.
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
-__all__ = ["mckp_table", "kept_mckp"]
+__all__ = ["mckp_table", "kept_mckp", "DP_LIMIT"]
+
+#: default largest table (options x cost units) of the DP bound.  A cell is one vector step (about
+#: 1.5 ns here: 100 million cells in 0.16 s) and at most half a byte of choice table (a group in the
+#: table has at least two options), so 200 million cells is about 0.3 s and 100 MB.  20 million, the
+#: first default, left 10,000 experiences at a 5 % budget without it (100 million cells) and their
+#: bound on the knapsack LP's, 0.98 above OPT on a 0.5 grid, for any search time.
+DP_LIMIT = 200_000_000
 
 
-def mckp_table(profit: np.ndarray, cost_units: np.ndarray, starts: np.ndarray, cap: int):
+def mckp_table(profit: np.ndarray, cost_units: np.ndarray, starts: np.ndarray, cap: int,
+               deadline: float = math.inf):
     """Best total profit of one option per group (options in contiguous segments from ``starts``) of
-    total cost units at most ``cap``; returns ``(value, picked)`` (-inf and [] when nothing fits).
+    total cost units at most ``cap``; returns ``(value, picked)`` (-inf and [] when nothing fits), or
+    None when ``deadline`` (a ``time.perf_counter`` value) passes before the last group.
 
     ``table[j]`` is the best profit of cost exactly ``j`` so far; each option moves ``table[j - c]``
     to ``j`` (a slice, no index table).  Among equal profits the first option of the group wins, as
-    ``argmax`` would.
+    ``argmax`` would.  Time is one vector operation of ``cap + 1`` per option; memory is one choice
+    per (group, cost) cell, a byte where groups have fewer than 256 options.
 
     Examples
     --------
@@ -37,8 +48,12 @@ def mckp_table(profit: np.ndarray, cost_units: np.ndarray, starts: np.ndarray, c
     table = np.full(width, -np.inf)
     table[0] = 0.0
     most = int(np.max(ends - starts)) if n_seg else 0
-    choice = np.zeros((n_seg, width), dtype=np.int16 if most < 2 ** 15 else np.int32)
+    kind = np.uint8 if most <= 2 ** 8 else np.int16 if most <= 2 ** 15 else np.int32
+    choice = np.zeros((n_seg, width), dtype=kind)
+    clock = time.perf_counter
     for s in range(n_seg):
+        if clock() > deadline:
+            return None
         best = np.full(width, -np.inf)
         arg = choice[s]
         for k in range(ends[s] - starts[s]):
@@ -64,11 +79,12 @@ def mckp_table(profit: np.ndarray, cost_units: np.ndarray, starts: np.ndarray, c
 
 
 def kept_mckp(profit: np.ndarray, cost_units: np.ndarray, seg_of: np.ndarray, n_seg: int, keep: np.ndarray,
-              cap: int, max_cells: int):
+              cap: int, max_cells: int, deadline: float = math.inf):
     """:func:`mckp_table` over the options ``keep`` marks (options sorted by group ``seg_of``).
 
     Groups with one kept option take it.  Returns ``(value, picked)`` with ``picked`` indices into
-    the options, or None when the table would exceed ``max_cells`` cells.
+    the options, or None when the table would exceed ``max_cells`` cells (options times cost
+    units) or ``deadline`` passes first.
     """
     kept = np.flatnonzero(keep)
     per_seg = np.bincount(seg_of[kept], minlength=n_seg)
@@ -87,7 +103,10 @@ def kept_mckp(profit: np.ndarray, cost_units: np.ndarray, seg_of: np.ndarray, n_
     if rest.size == 0:
         return base, forced.tolist()
     starts = np.flatnonzero(np.r_[True, seg_of[rest][1:] != seg_of[rest][:-1]])
-    value, picked = mckp_table(profit[rest], cost_units[rest], starts, cap)
+    out = mckp_table(profit[rest], cost_units[rest], starts, cap, deadline)
+    if out is None:
+        return None
+    value, picked = out
     if not math.isfinite(value):
         return -math.inf, []
     return base + value, sorted(forced.tolist() + rest[picked].tolist())

@@ -217,7 +217,7 @@ def core_dp_store(search: Search, info: dict, cost_units: np.ndarray, cap: int) 
     in_core = np.zeros(starts.size, dtype=bool)
     in_core[order[:max(1, int(np.searchsorted(cells, min(search.dp_limit, CORE_DP_CELLS), side="right")))]] = True
     out = kept_mckp(info["profit"], cost_units, seg_of, starts.size, base | in_core[seg_of], cap,
-                    min(search.dp_limit, CORE_DP_CELLS))
+                    min(search.dp_limit, CORE_DP_CELLS), search.deadline)
     if out is not None and out[1]:
         chosen = oc[out[1]]
         search.offer(np.concatenate([info["store"], chosen[chosen >= 0]]))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from ..exact import MAX_MAGNITUDE_RATIO, power_of_two
+from ..exact import MAX_MAGNITUDE_RATIO, lattice_budget, power_of_two
 from ..problem import Problem
 from ..objective import evaluate, h_inf, h_values, infeasibility
 from ..result import Declined, Result, SolverError, check_budget, make_result
@@ -76,7 +76,9 @@ class _Model:
     dropped, as are candidates over the budget or covering nothing of value,
     candidates dominated inside their group (another costs no more and covers at
     least as much: :func:`memaudit_solvers.milp.presolve.group_dominance`, which keeps
-    OPT) and units no kept candidate covers.
+    OPT) and units no kept candidate covers.  The budget row states the budget rounded
+    down to the kept costs' grid (:func:`memaudit_solvers.exact.lattice_budget`: the same
+    stores fit, and the LP cannot spend the remainder).
 
     Costs and budget, and weights, are multiplied by powers of two that bring the
     budget and the largest kept weight into [1, 2) (:func:`memaudit_solvers.exact.power_of_two`):
@@ -98,7 +100,7 @@ class _Model:
     piece_intercepts: np.ndarray  # (n_p,) < y_upper of the row's unit
     group_ids: np.ndarray         # (n_g,) original group of each one-per-group row
     group_rows: sp.csr_array      # (n_g, n_x) 0/1
-    budget: float                 # cost_scale * B
+    budget: float                 # cost_scale * B rounded down to the kept costs' grid (exact.lattice_budget)
     budget_row: bool              # False when every store of kept candidates fits
     cost_scale: float = 1.0       # power of two: the model's costs and budget are the problem's times it
     value_scale: float = 1.0      # power of two: the model's objective is F times it
@@ -239,13 +241,17 @@ def _reduced_model(problem: Problem, budget: float, fold_private: bool = True) -
 
     costs = problem.costs[candidates]
     weights = problem.weights[units]
-    cost_scale = power_of_two(budget)
+    # the budget row states the budget rounded down to the kept costs' grid: the same stores fit,
+    # and its LP cannot spend the remainder (HiGHS's presolve does this too, but it is off at scale;
+    # measured at 10,000 experiences, 5 %: bound 10,652.98 -> 10,652.6 over OPT 10,652)
+    row_budget = lattice_budget(costs, budget)
+    cost_scale = power_of_two(row_budget)
     w_max = max(float(weights.max()) if weights.size else 0.0, float(x_values.max()) if x_values.size else 0.0)
     value_scale = power_of_two(w_max)
     return _Model(candidates=candidates, costs=costs * cost_scale, units=units, weights=weights * value_scale,
                   x_values=x_values * value_scale,
                   y_upper=y_upper, cover=cover, piece_units=pu, piece_ids=pk, piece_slopes=ps,
-                  piece_intercepts=pb, group_ids=group_ids, group_rows=group_rows, budget=float(budget) * cost_scale,
+                  piece_intercepts=pb, group_ids=group_ids, group_rows=group_rows, budget=row_budget * cost_scale,
                   budget_row=bool(infeasibility(problem, _group_max_store(problem, candidates), budget)),
                   cost_scale=cost_scale, value_scale=value_scale, decimal_unit=cost_scale * problem.cost_unit,
                   at_scale=bool(at_scale),
