@@ -158,13 +158,17 @@ def parse_args(argv):
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: the smallest sizes of each family (50,100,200 for random) and one seed")
     ap.add_argument("--n-large", type=lambda s: parse_list(s, int, "n-large"), default=[],
-                    help="scale series: one problem of each of these sizes (experiences) per --large-fracs, "
+                    help="scale series: one problem of each of these sizes (experiences) per --large-fracs "
+                         "and --large-seeds, "
                          "solved by every method alone and certified end to end by memaudit_solvers.certify."
                          "certify (e.g. 10000,30000,100000; off by default)")
     ap.add_argument("--large-family", default="random", choices=[f for f in FAMILIES if f != "validity"],
                     help="the family of the scale series (default random)")
     ap.add_argument("--large-fracs", type=lambda s: parse_list(s, float, "large-fracs"), default=list(LARGE_FRACS),
                     help=f"budgets of the scale series (default {','.join(map(str, LARGE_FRACS))})")
+    ap.add_argument("--large-seeds", type=lambda s: parse_list(s, int, "large-seeds"), default=[0],
+                    help="seeds of the scale series, comma-separated: one problem per size, budget and seed "
+                         "(default 0)")
     ap.add_argument("--large-time-limit", type=float, default=60.0,
                     help="seconds per solver on --n-large (default 60)")
     ap.add_argument("--large-wall-cap", type=float, default=WALL_CAP,
@@ -194,6 +198,8 @@ def parse_args(argv):
         ap.error("--time-limit, --large-time-limit and --large-wall-cap must be > 0")
     if args.cbc_max_n is not None and args.cbc_max_n <= 0:
         args.cbc_max_n = None
+    if not args.large_seeds or min(args.large_seeds) < 0:
+        ap.error("--large-seeds must list seeds >= 0")
     if args.large_only and not args.n_large:
         ap.error("--large-only needs --n-large N")
     args.seeds_list = list(range(args.seeds))
@@ -247,8 +253,8 @@ def main(argv=None) -> int:
         if summary:
             emit(["", "### Every family: bnb against the fastest MILP", ""] + summary)
     if args.n_large:
-        rows = [run_large(args, n, frac, methods, all_runs, disagreements, skips)
-                for n in sorted(args.n_large) for frac in args.large_fracs]
+        rows = [run_large(args, n, frac, seed, methods, all_runs, disagreements, skips)
+                for n in sorted(args.n_large) for frac in args.large_fracs for seed in args.large_seeds]
         emit([""] + large_table(rows, methods, args))
     elapsed = time.perf_counter() - started
     errors = [r for r in all_runs if r["status"] == "error"]
@@ -267,6 +273,7 @@ def main(argv=None) -> int:
                                                   "skip_after_timeout": not args.no_skip, "n_large": args.n_large,
                                                   "large_family": args.large_family,
                                                   "large_fracs": args.large_fracs,
+                                                  "large_seeds": args.large_seeds,
                                                   "large_time_limit": args.large_time_limit,
                                                   "large_wall_cap": args.large_wall_cap},
                    "runs": all_runs, "disagreements": disagreements, "elapsed_seconds": elapsed}

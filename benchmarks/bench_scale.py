@@ -152,12 +152,12 @@ def _cli_row(args, p, name: str, budget: float) -> dict:
     return {**rec, "write_seconds": written}
 
 
-def run_large(args, n: int, frac: float, methods, all_runs: list, disagreements: list, skips) -> dict:
+def run_large(args, n: int, frac: float, seed: int, methods, all_runs: list, disagreements: list, skips) -> dict:
     """One problem of the scale series: each method alone (skipped at this budget once it timed out at a
     smaller size), then :func:`run_certify`; the row of :func:`large_table`."""
     from bench_runs import load_now, log, not_run, report_disagreements, solve
 
-    family, seed = args.large_family, args.seeds_list[0]
+    family = args.large_family
     log(f"generating the large problem: {family} n={n}, seed={seed}")
     t0 = time.perf_counter()
     p = make_problem(family, n, seed)
@@ -172,10 +172,10 @@ def run_large(args, n: int, frac: float, methods, all_runs: list, disagreements:
         why = skips.reason(key, frac, name, n)
         if why:
             r = not_run(name, "skipped", why)
-            log(f"large n={n} frac={frac:g} {name}: skipped ({why})")
+            log(f"large n={n} frac={frac:g} seed={seed} {name}: skipped ({why})")
         else:
             r = capped(name, lambda: solve(name, p, budget, args.large_time_limit), args.large_wall_cap)
-            log(f"large n={n} frac={frac:g} {name}: {r['seconds']:.3f}s {r['status']} value={r['value']} "
+            log(f"large n={n} frac={frac:g} seed={seed} {name}: {r['seconds']:.3f}s {r['status']} value={r['value']} "
                 f"bound={r['bound']} nodes={r['nodes']} (load {load_now()})")
         r.pop("_result", None)
         runs[name] = {**base, **r}
@@ -185,14 +185,14 @@ def run_large(args, n: int, frac: float, methods, all_runs: list, disagreements:
     if cert["status"] == "killed":
         cert["summary"] = f"NOT certified: certify {cert['message']}"
     cert = {**base, **cert}
-    log(f"large n={n} frac={frac:g} certify: {cert['seconds']:.3f}s {cert['summary']} (load {load_now()})")
+    log(f"large n={n} frac={frac:g} seed={seed} certify: {cert['seconds']:.3f}s {cert['summary']} (load {load_now()})")
     cli = {**base, **_cli_row(args, p, f"{family}-n{n}-s{seed}", budget)}
-    log(f"large n={n} frac={frac:g} memaudit solve: {cli['seconds']:.3f}s {cli['summary']} (load {load_now()})")
+    log(f"large n={n} frac={frac:g} seed={seed} memaudit solve: {cli['seconds']:.3f}s {cli['summary']} (load {load_now()})")
     all_runs.extend(runs.values())
     all_runs.extend([cert, cli])
     n_disagree = report_disagreements(f"large {family} n={n} frac={frac:g} seed={seed}",
                                       [*runs.values(), cert, cli], disagreements)
-    return {"n": n, "frac": frac, "problem": p, "runs": runs, "certify": cert, "cli": cli, "generate_seconds": gen,
+    return {"n": n, "frac": frac, "seed": seed, "problem": p, "runs": runs, "certify": cert, "cli": cli, "generate_seconds": gen,
             "n_disagree": n_disagree}
 
 
@@ -201,10 +201,13 @@ def large_table(rows: list[dict], methods, args) -> list[str]:
     from bench_tables import budget_label
 
     milps = [m for m in methods if m in MILP_NAMES]
-    head = (["experiences", "candidates", "units", "budget"] + [f"{m} (s)" for m in methods]
+    seeds = sorted({row["seed"] for row in rows})
+    head = (["experiences"] + (["seed"] if len(seeds) > 1 else []) + ["candidates", "units", "budget"]
+            + [f"{m} (s)" for m in methods]
             + (["bnb / fastest MILP"] if "bnb" in methods and milps else [])
             + ["certified OPT end to end (s)", "certified by", "memaudit solve, end to end (s)", "target"])
-    lines = [f"### Scale series: `{args.large_family}` family, seed {args.seeds_list[0]}", "",
+    seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else "seeds " + ", ".join(map(str, seeds))
+    lines = [f"### Scale series: `{args.large_family}` family, {seed_text}", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     notes = []
     for row in rows:
@@ -228,11 +231,13 @@ def large_table(rows: list[dict], methods, args) -> list[str]:
             return "yes" if r["certified"] and r["seconds"] < target else "no"
         goal = "–" if target is None else f"< {target:g} s: library {met(c)}, CLI {met(cli)}"
         label = budget_label(row["frac"]) + (" **DISAGREE**" if row["n_disagree"] else "")
-        lines.append("| " + " | ".join([f"{row['n']:,}", f"{p.n_candidates:,}", f"{p.n_units:,}", label, *cells,
+        seed_cell = [str(row["seed"])] if len(seeds) > 1 else []
+        lines.append("| " + " | ".join([f"{row['n']:,}", *seed_cell, f"{p.n_candidates:,}", f"{p.n_units:,}", label, *cells,
                                         f"{fmt_seconds(c['seconds'])}" + ("" if c["certified"] else " (not certified)"),
                                         c["backend"] or "–", _cli_cell(cli), goal]) + " |")
         attempts = f" (before it: {'; '.join(c['attempts'])})" if c.get("attempts") else ""
-        notes.append(f"- {row['n']:,} at {budget_label(row['frac'])}: {c['summary']}{attempts}; {cli['summary']}; "
+        notes.append(f"- {row['n']:,} at {budget_label(row['frac'])}"
+                     + (f", seed {row['seed']}" if len(seeds) > 1 else "") + f": {c['summary']}{attempts}; {cli['summary']}; "
                      f"generating the problem took {row['generate_seconds']:.1f} s"
                      + (f", writing its package {cli['write_seconds']:.1f} s" if "write_seconds" in cli else "")
                      + " (not counted).")

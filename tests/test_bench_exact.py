@@ -137,6 +137,20 @@ def test_scale_series_times_each_method_and_certification_end_to_end(capsys, tmp
     assert out.count("memaudit solve certified OPT = ") == 2
 
 
+def test_the_scale_series_runs_every_seed_it_is_given(capsys, tmp_path):
+    report = tmp_path / "seeds.json"
+    code, out, err = run(capsys, "--n-large", "60", "--large-only", "--methods", "bnb", "--large-seeds", "0,3",
+                         "--json", str(report))
+    assert code == 0, err
+    assert "### Scale series: `random` family, seeds 0, 3" in out
+    head = next(line for line in out.splitlines() if line.startswith("| experiences"))
+    assert head.startswith("| experiences | seed | candidates |")
+    assert [line.split(" | ")[1] for line in out.splitlines() if line.startswith("| 60 |")] == ["0", "3"]
+    cert = [r for r in json.loads(report.read_text())["runs"] if r["method"] == "certify"]
+    assert [r["seed"] for r in cert] == [0, 3]
+    assert cert[0]["n_candidates"] != cert[1]["n_candidates"] or cert[0]["value"] != cert[1]["value"]
+
+
 def test_the_command_line_column_is_left_out_for_an_h_a_package_cannot_state_exactly(capsys):
     code, out, err = run(capsys, "--n-large", "40", "--large-only", "--large-family", "restate-pwl",
                          "--methods", "bnb")
@@ -182,6 +196,7 @@ def test_bad_arguments_are_one_line_errors(capsys):
     for argv, message in ((["--methods", "bnb,gurobi"], "unknown method(s) gurobi"),
                           (["--families", "nope"], "unknown family(ies) nope"),
                           (["--large-only"], "--large-only needs --n-large N"),
+                          (["--n-large", "50", "--large-seeds", "-1"], "--large-seeds must list seeds >= 0"),
                           (["--seeds", "0"], "--seeds must be >= 1")):
         with pytest.raises(SystemExit) as exc:
             bench_exact.main(argv)
