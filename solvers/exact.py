@@ -115,8 +115,8 @@ def lattice_budget(costs, budget: float) -> float:
     if values.size == 0 or not math.isfinite(budget) or budget < 0:
         return budget
     if np.all(values == np.rint(values)) and values[-1] < 2.0 ** 53 and budget < 2.0 ** 53:
-        step = int(np.gcd.reduce(values.astype(np.int64)))       # integers: no fractions needed
-        return float(math.floor(budget) // step * step) if step > 0 else budget
+        whole = int(np.gcd.reduce(values.astype(np.int64)))      # integers: no fractions needed
+        return float(math.floor(budget) // whole * whole) if whole > 0 else budget
     grid = decimal_grid(values)
     if grid is None:
         return budget

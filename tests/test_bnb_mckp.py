@@ -165,3 +165,39 @@ def test_a_knapsack_of_ten_thousand_experiences_is_closed_by_the_dp_at_the_root(
     r = branch_and_bound(p, 0.05 * p.stream_cost(), time_limit=60)
     assert r.status == "optimal" and r.value == 10652.0
     assert r.stats["dp_solves"] >= 1 and r.stats["coupled_groups"] == 0
+
+
+def reference_mckp_value(profit, cost, starts, cap):
+    """The multiple-choice knapsack's value by the textbook recursion in plain Python (no numpy)."""
+    ends = list(starts[1:]) + [len(profit)]
+    table = [0.0] + [-math.inf] * cap
+    for a, b in zip(starts, ends):
+        new = [-math.inf] * (cap + 1)
+        for o in range(a, b):
+            c = int(cost[o])
+            for j in range(c, cap + 1):
+                new[j] = max(new[j], table[j - c] + profit[o])
+        table = new
+    return max(table)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 60), st.integers(0, 40), st.integers(0, 2**31 - 1), st.floats(-5, 60))
+def test_the_trace_from_checkpoints_picks_a_store_worth_the_value(n_groups, cap, seed, trace_above):
+    """Many groups (several checkpoint blocks): the value is the textbook recursion's; the store traced
+    back is one option per group, within the capacity and worth exactly the value; no trace at or
+    below ``trace_above``."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 5, n_groups)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    profit = rng.choice([0.0, 0.5, 1.0, 2.5, 3.0], sizes.sum())
+    cost = rng.integers(0, 7, sizes.sum())
+    value, picked = mckp_table(profit, cost, starts, cap)
+    assert value == reference_mckp_value(profit, cost, starts, cap)
+    if math.isfinite(value):
+        seg_of = np.repeat(np.arange(n_groups), sizes)
+        assert sorted(seg_of[picked].tolist()) == list(range(n_groups))
+        assert cost[picked].sum() <= cap and float(profit[picked].sum()) == value
+    again = mckp_table(profit, cost, starts, cap, trace_above=trace_above)
+    assert again[0] == value
+    assert (again[1] is None) == (math.isfinite(value) and not value > trace_above)

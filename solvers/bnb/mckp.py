@@ -19,72 +19,100 @@ import numpy as np
 __all__ = ["mckp_table", "kept_mckp", "DP_LIMIT"]
 
 #: default largest table (options x cost units) of the DP bound.  A cell is one vector step (about
-#: 1.5 ns here: 100 million cells in 0.16 s) and at most half a byte of choice table (a group in the
-#: table has at least two options), so 200 million cells is about 0.3 s and 100 MB.  20 million, the
-#: first default, left 10,000 experiences at a 5 % budget without it (100 million cells) and their
-#: bound on the knapsack LP's, 0.98 above OPT on a 0.5 grid, for any search time.
-DP_LIMIT = 200_000_000
+#: 1.5 ns here: 100 million cells in 0.16 s; a store traced back costs one step more), so a billion
+#: cells is about 1.5-3 s, spent only where the knapsack LP leaves the node open.  Memory is
+#: ``O(sqrt(groups) x cost units)`` (:func:`mckp_table` keeps checkpoints, not a choice per cell).
+#: 20 million, the first default, left ``random_problem(10000, 1)`` at a 5 % budget without it (100
+#: million cells) and its bound on the knapsack LP's, 0.98 above OPT on a 0.5 grid, for any search
+#: time; ``random_problem(30000, 1)`` at 10 % needs 550 million.
+DP_LIMIT = 1_000_000_000
+
+
+def _dp_step(table: np.ndarray, profit: np.ndarray, cost_units: np.ndarray, first: int, last: int,
+             arg: np.ndarray | None) -> np.ndarray:
+    """One group (options ``first .. last - 1``) added to ``table``: the new table, and in ``arg`` (when
+    given) the option (0-based within the group) that gives each entry."""
+    width = table.size
+    best = np.full(width, -np.inf)
+    for k in range(last - first):
+        o = first + k
+        c = int(cost_units[o])
+        if c >= width:
+            continue
+        moved = table[:width - c] + profit[o]
+        better = moved > best[c:]
+        np.copyto(best[c:], moved, where=better)
+        if arg is not None:
+            np.copyto(arg[c:], k, where=better)
+    return best
 
 
 def mckp_table(profit: np.ndarray, cost_units: np.ndarray, starts: np.ndarray, cap: int,
-               deadline: float = math.inf):
+               deadline: float = math.inf, trace_above: float = -math.inf):
     """Best total profit of one option per group (options in contiguous segments from ``starts``) of
     total cost units at most ``cap``; returns ``(value, picked)`` (-inf and [] when nothing fits), or
     None when ``deadline`` (a ``time.perf_counter`` value) passes before the last group.
 
     ``table[j]`` is the best profit of cost exactly ``j`` so far; each option moves ``table[j - c]``
     to ``j`` (a slice, no index table).  Among equal profits the first option of the group wins, as
-    ``argmax`` would.  Time is one vector operation of ``cap + 1`` per option; memory is one choice
-    per (group, cost) cell, a byte where groups have fewer than 256 options.
+    ``argmax`` would.  Time is one vector operation of ``cap + 1`` per option.  The options picked
+    are traced back only when the value exceeds ``trace_above`` (else ``picked`` is None): the pass
+    keeps the table every ``ceil(sqrt(groups))`` groups, and the trace re-runs one such block at a
+    time from its checkpoint, recording choices (a byte each where groups have at most 256 options)
+    for that block only.  So memory is ``O(sqrt(groups) x (cap + 1))`` and a trace costs one more pass.
 
     Examples
     --------
     >>> mckp_table(np.array([0.0, 3.0, 5.0, 0.0, 4.0]), np.array([0, 2, 3, 0, 2]), np.array([0, 3]), 4)
     (7.0, [1, 4])
+    >>> mckp_table(np.array([0.0, 3.0, 5.0, 0.0, 4.0]), np.array([0, 2, 3, 0, 2]), np.array([0, 3]), 4,
+    ...            trace_above=7.0)
+    (7.0, None)
     """
     n_seg = starts.size
     ends = np.append(starts[1:], profit.size)
     width = cap + 1
     table = np.full(width, -np.inf)
     table[0] = 0.0
-    most = int(np.max(ends - starts)) if n_seg else 0
-    kind = np.uint8 if most <= 2 ** 8 else np.int16 if most <= 2 ** 15 else np.int32
-    choice = np.zeros((n_seg, width), dtype=kind)
+    block = max(1, math.isqrt(max(n_seg - 1, 0)) + 1)        # ceil(sqrt(n_seg)) for n_seg >= 1
+    checkpoints = []
     clock = time.perf_counter
     for s in range(n_seg):
         if clock() > deadline:
             return None
-        best = np.full(width, -np.inf)
-        arg = choice[s]
-        for k in range(ends[s] - starts[s]):
-            o = starts[s] + k
-            c = int(cost_units[o])
-            if c >= width:
-                continue
-            moved = table[:width - c] + profit[o]
-            better = moved > best[c:]
-            np.copyto(best[c:], moved, where=better)
-            np.copyto(arg[c:], k, where=better)
-        table = best
+        if s % block == 0:
+            checkpoints.append(table)        # each step makes a new array: no copy needed
+        table = _dp_step(table, profit, cost_units, int(starts[s]), int(ends[s]), None)
     j = int(np.argmax(table))
     if not np.isfinite(table[j]):
         return -math.inf, []
     value = float(table[j])
+    if not value > trace_above:
+        return value, None
+    most = int(np.max(ends - starts)) if n_seg else 0
+    kind = np.uint8 if most <= 2 ** 8 else np.int16 if most <= 2 ** 15 else np.int32
     picked = []
-    for s in range(n_seg - 1, -1, -1):
-        o = int(starts[s] + choice[s, j])
-        picked.append(o)
-        j -= int(cost_units[o])
+    for b in range(len(checkpoints) - 1, -1, -1):
+        lo, hi = b * block, min(n_seg, (b + 1) * block)
+        choice = np.zeros((hi - lo, width), dtype=kind)
+        t = checkpoints[b]
+        for s in range(lo, hi):
+            t = _dp_step(t, profit, cost_units, int(starts[s]), int(ends[s]), choice[s - lo])
+        for s in range(hi - 1, lo - 1, -1):
+            o = int(starts[s] + choice[s - lo, j])
+            picked.append(o)
+            j -= int(cost_units[o])
     return value, picked[::-1]
 
 
 def kept_mckp(profit: np.ndarray, cost_units: np.ndarray, seg_of: np.ndarray, n_seg: int, keep: np.ndarray,
-              cap: int, max_cells: int, deadline: float = math.inf):
+              cap: int, max_cells: int, deadline: float = math.inf, trace_above: float = -math.inf):
     """:func:`mckp_table` over the options ``keep`` marks (options sorted by group ``seg_of``).
 
     Groups with one kept option take it.  Returns ``(value, picked)`` with ``picked`` indices into
-    the options, or None when the table would exceed ``max_cells`` cells (options times cost
-    units) or ``deadline`` passes first.
+    the options (None when the value is not above ``trace_above``: no store is traced back), or None
+    when the table would exceed ``max_cells`` cells (options times cost units) or ``deadline``
+    passes first.
     """
     kept = np.flatnonzero(keep)
     per_seg = np.bincount(seg_of[kept], minlength=n_seg)
@@ -103,10 +131,12 @@ def kept_mckp(profit: np.ndarray, cost_units: np.ndarray, seg_of: np.ndarray, n_
     if rest.size == 0:
         return base, forced.tolist()
     starts = np.flatnonzero(np.r_[True, seg_of[rest][1:] != seg_of[rest][:-1]])
-    out = mckp_table(profit[rest], cost_units[rest], starts, cap, deadline)
+    out = mckp_table(profit[rest], cost_units[rest], starts, cap, deadline, trace_above - base)
     if out is None:
         return None
     value, picked = out
     if not math.isfinite(value):
         return -math.inf, []
+    if picked is None:
+        return base + value, None
     return base + value, sorted(forced.tolist() + rest[picked].tolist())

@@ -169,8 +169,9 @@ class Search:
         cap = int(math.floor((info["rest"] + self.slack) / step))
         core_dp_store(self, info, cost_units, cap)     # a better incumbent first: fixing then keeps fewer
         drop = np.asarray(self.can_prune(info["ub_opt"]), dtype=bool)
+        # the store is traced back only when it would beat the incumbent (value + const above it)
         out = kept_mckp(info["profit"], cost_units, info["seg_of"], info["starts"].size, ~drop, cap, self.dp_limit,
-                        self.deadline)
+                        self.deadline, self.inc_value - info["const"])
         if out is None:
             return
         self.stats["dp_solves"] += 1
