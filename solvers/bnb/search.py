@@ -145,7 +145,10 @@ class Search:
         cost = self.opt_cost[free_idx]
         grp = self.opt_group[free_idx]
         starts = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]])
-        val, _, d, m, pick = lagrangian_min(profit, cost, starts, rest)
+        # with costs on a grid no store spends more than the last multiple of the step within the rest
+        # (the knapsack DP's capacity): its LP cannot spend the remainder either
+        lp_rest = math.floor((rest + self.slack) / self.cost_step) * self.cost_step if self.cost_step > 0 else rest
+        val, _, d, m, pick = lagrangian_min(profit, cost, starts, lp_rest)
         if math.isinf(val):
             return None
         seg_of = np.repeat(np.arange(starts.size), np.diff(np.append(starts, free_idx.size)))
