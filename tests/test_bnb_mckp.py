@@ -201,3 +201,14 @@ def test_the_trace_from_checkpoints_picks_a_store_worth_the_value(n_groups, cap,
     again = mckp_table(profit, cost, starts, cap, trace_above=trace_above)
     assert again[0] == value
     assert (again[1] is None) == (math.isfinite(value) and not value > trace_above)
+
+
+def test_a_deadline_during_the_trace_keeps_the_value_and_traces_nothing(monkeypatch):
+    """The forward pass ends in time, then the clock passes the deadline: the value (the bound) is
+    returned, the store is not (the trace would take as long again)."""
+    import memaudit_solvers.bnb.mckp as mckp
+    calls = iter(range(10**6))
+    monkeypatch.setattr(mckp.time, "perf_counter", lambda: float(next(calls)))
+    profit, cost, starts = np.array([0.0, 1.0, 0.0, 2.0]), np.array([0, 1, 0, 1]), np.array([0, 2])
+    # the clock reads 0 and 1 in the forward pass (two groups), 2 at the first trace block
+    assert mckp.mckp_table(profit, cost, starts, 2, deadline=1.5) == (3.0, None)

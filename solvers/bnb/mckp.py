@@ -56,7 +56,8 @@ def mckp_table(profit: np.ndarray, cost_units: np.ndarray, starts: np.ndarray, c
     ``table[j]`` is the best profit of cost exactly ``j`` so far; each option moves ``table[j - c]``
     to ``j`` (a slice, no index table).  Among equal profits the first option of the group wins, as
     ``argmax`` would.  Time is one vector operation of ``cap + 1`` per option.  The options picked
-    are traced back only when the value exceeds ``trace_above`` (else ``picked`` is None): the pass
+    are traced back only when the value exceeds ``trace_above`` and the deadline allows (else
+    ``picked`` is None): the pass
     keeps the table every ``ceil(sqrt(groups))`` groups, and the trace re-runs one such block at a
     time from its checkpoint, recording choices (a byte each where groups have at most 256 options)
     for that block only.  So memory is ``O(sqrt(groups) x (cap + 1))`` and a trace costs one more pass.
@@ -93,6 +94,8 @@ def mckp_table(profit: np.ndarray, cost_units: np.ndarray, starts: np.ndarray, c
     kind = np.uint8 if most <= 2 ** 8 else np.int16 if most <= 2 ** 15 else np.int32
     picked = []
     for b in range(len(checkpoints) - 1, -1, -1):
+        if clock() > deadline:
+            return value, None          # the value stands; the store is not traced
         lo, hi = b * block, min(n_seg, (b + 1) * block)
         choice = np.zeros((hi - lo, width), dtype=kind)
         t = checkpoints[b]
