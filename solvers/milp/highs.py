@@ -199,7 +199,8 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
         raise _unavailable("milp-highs", "highspy", err) from err
     t0 = time.perf_counter()
     trivial, model, grid, stats = _prepare(problem, budget, "milp-highs", "highs",
-                                           f"highspy {_dist_version('highspy')}", settings, started)
+                                           f"highspy {_dist_version('highspy')}", settings, started,
+                                           aggregate=True)
     if trivial is not None:
         return trivial
     lp = _highs_lp(highspy, model, grid)
@@ -231,7 +232,7 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
     chosen: np.ndarray | list[int] = []
     if has_solution:
         x = np.asarray(h.getSolution().col_value, dtype=float)[:model.n_x]
-        chosen = _checked_store(problem, budget, model.candidates[x > 0.5], "HiGHS")
+        chosen = _checked_store(problem, budget, model.store(x, "HiGHS"), "HiGHS")
     bound = _unscaled_bound(model, float(info.mip_dual_bound))
     value, dual = float(info.objective_function_value), float(info.mip_dual_bound)
     if model_status == highspy.HighsModelStatus.kOptimal and has_solution:
