@@ -158,3 +158,12 @@ def test_other_back_ends_keep_the_binary_model(at_scale):
             except Exception as err:                     # an optional back-end may be absent
                 pytest.skip(str(err))
             assert "aggregated" not in r.stats and r.value == brute_force(p, 10.0).value
+
+
+def test_units_of_a_coupled_group_keep_their_y_when_aggregating(at_scale):
+    # group 0 (candidates 0, 1) covers unit 0 alone and shares unit 1 with group 1; group 2 is private
+    cov = np.array([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    p = Problem.build([2.0, 1.0, 1.0, 1.0], [0, 0, 1, 2], cov, [1.0, 2.0, 3.0])
+    assert _reduced_model(p, 3.0).units.tolist() == [1]               # the binary model folds unit 0
+    assert _reduced_model(p, 3.0, aggregate=True).units.tolist() == [0, 1]
+    assert BACKENDS["milp-highs"](p, 3.0).value == brute_force(p, 3.0).value

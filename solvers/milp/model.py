@@ -257,6 +257,8 @@ def _reduced_model(problem: Problem, budget: float, fold_private: bool = True, a
         # wider fold was as often slower as faster for HiGHS (0.7-7x either way), at scale it pays
         if at_scale:
             own = _single_group_units(cover, problem.groups[candidates])
+            if aggregate:
+                own &= ~_in_coupled_group(cover, problem.groups[candidates], own, problem.n_groups)
         else:
             own = np.diff(cover.indptr) == 1
         if own.any():
@@ -409,6 +411,17 @@ def _merge_interchangeable(problem: Problem, candidates: np.ndarray, x_values: n
                    member_starts=np.concatenate([np.arange(n_binary), n_binary + starts, [n_binary + ms.size]]).astype(np.int64),
                    type_start=np.concatenate([np.arange(n_binary), n_binary + np.repeat(first_col, n_cols)]).astype(np.int64),
                    type_groups=groups[heads[first_col[rowed]]], type_rows=type_rows, type_upper=upper[first_col[rowed]])
+
+
+def _in_coupled_group(cover: sp.csr_array, groups: np.ndarray, own: np.ndarray, n_groups: int) -> np.ndarray:
+    """(n_y,) bool: the units of ``own`` (covered inside one group) whose group also covers a unit
+    that is not (a *coupled* group).  For the aggregated model such units keep their y column:
+    folded into x they made HiGHS's search slower (``random_problem(10000, 1)`` at 5 %: proof in
+    12-17 s with them as y, none in 60 s folded; docs/backends.md)."""
+    column_unit = np.repeat(np.arange(cover.shape[0]), np.diff(cover.indptr))
+    coupled = np.zeros(n_groups, dtype=bool)
+    coupled[groups[cover.indices[~own[column_unit]]]] = True
+    return own & np.bincount(column_unit[coupled[groups[cover.indices]]], minlength=cover.shape[0]).astype(bool)
 
 
 def _single_group_units(cover: sp.csr_array, groups: np.ndarray) -> np.ndarray:
