@@ -95,9 +95,10 @@ def _scale_options(model: _Model, has_start: bool) -> dict:
     touches the proof: the bound is HiGHS's own, from its own model.
 
     An aggregated model (interchangeable groups merged into count columns, ``_Model.aggregated``)
-    keeps HiGHS's presolve: it is half the size, and with presolve HiGHS proved
-    ``random_problem(10000, 1)`` and ``(10000, 2)`` at 5 % in 6-15 s where without it neither was
-    proved in 60 s (docs/backends.md).
+    keeps HiGHS's presolve: with it HiGHS proved ``random_problem(10000, 1)`` and ``(10000, 2)`` at
+    5 % in 6-17 s where without it neither was proved in 60 s (docs/backends.md).  :func:`milp_highs`
+    runs such a model's root without presolve first (most close there) and these options only
+    when the root leaves a gap.
     """
     if not model.at_scale:
         return {}
