@@ -417,7 +417,7 @@ def _in_coupled_group(cover: sp.csr_array, groups: np.ndarray, own: np.ndarray, 
     """(n_y,) bool: the units of ``own`` (covered inside one group) whose group also covers a unit
     that is not (a *coupled* group).  For the aggregated model such units keep their y column:
     folded into x they made HiGHS's search slower (``random_problem(10000, 1)`` at 5 %: proof in
-    12-17 s with them as y, none in 60 s folded; docs/backends.md)."""
+    6-17 s with them as y, none in 60 s folded; docs/backends.md)."""
     column_unit = np.repeat(np.arange(cover.shape[0]), np.diff(cover.indptr))
     coupled = np.zeros(n_groups, dtype=bool)
     coupled[groups[cover.indices[~own[column_unit]]]] = True
