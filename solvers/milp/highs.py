@@ -93,10 +93,18 @@ def _scale_options(model: _Model, has_start: bool) -> dict:
     100,000 experiences), and with a MIP start the other primal heuristics too: the start is the
     store to beat, and they took most of the time at 10,000 experiences.  None of these options
     touches the proof: the bound is HiGHS's own, from its own model.
+
+    An aggregated model (interchangeable groups merged into count columns, ``_Model.aggregated``)
+    keeps HiGHS's presolve: with it HiGHS proved ``random_problem(10000, 1)`` and ``(10000, 2)`` at
+    5 % in 6-17 s where without it neither was proved in 60 s (docs/backends.md).  :func:`milp_highs`
+    runs such a model's root without presolve first (most close there) and these options only
+    when the root leaves a gap.
     """
     if not model.at_scale:
         return {}
-    options: dict = {"presolve": "off", "mip_lp_solver": "ipm", "mip_heuristic_run_feasibility_jump": False}
+    options: dict = {"mip_lp_solver": "ipm", "mip_heuristic_run_feasibility_jump": False}
+    if not model.aggregated:
+        options["presolve"] = "off"
     if has_start:
         options.update(_HEURISTICS_OFF)
     return options
@@ -199,7 +207,8 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
         raise _unavailable("milp-highs", "highspy", err) from err
     t0 = time.perf_counter()
     trivial, model, grid, stats = _prepare(problem, budget, "milp-highs", "highs",
-                                           f"highspy {_dist_version('highspy')}", settings, started)
+                                           f"highspy {_dist_version('highspy')}", settings, started,
+                                           aggregate=True)
     if trivial is not None:
         return trivial
     lp = _highs_lp(highspy, model, grid)
@@ -209,7 +218,17 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
     extra = _scale_options(model, start is not None)
     stats["scale_options"] = extra
     t1 = time.perf_counter()
-    h, run_status = _solve_highs(highspy, lp, settings, started, start=start, abs_gap=abs_gap, extra=extra)
+    if model.at_scale and model.aggregated:
+        # the root first, without presolve (as the binary model at scale): most models at scale close
+        # there in under a second, where the presolve costs 0.3-1.4 s; only when the root leaves a gap
+        # does the search with presolve run (from the same start, in the time that is left)
+        h, run_status = _solve_highs(highspy, lp, settings, started, start=start, abs_gap=abs_gap,
+                                     extra={**extra, "presolve": "off", "mip_max_nodes": 1})
+        stats["root_without_presolve"] = h.modelStatusToString(h.getModelStatus())
+        if h.getModelStatus() not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit):
+            h, run_status = _solve_highs(highspy, lp, settings, started, start=start, abs_gap=abs_gap, extra=extra)
+    else:
+        h, run_status = _solve_highs(highspy, lp, settings, started, start=start, abs_gap=abs_gap, extra=extra)
     if "presolve" not in extra and h.getModelStatus() in (highspy.HighsModelStatus.kInfeasible,
                                                            highspy.HighsModelStatus.kUnboundedOrInfeasible):
         # the empty store is feasible: HiGHS's presolve erred (seen on near-equal coefficients
@@ -231,7 +250,7 @@ def milp_highs(problem: Problem, budget: float, /, *, time_limit: float | None =
     chosen: np.ndarray | list[int] = []
     if has_solution:
         x = np.asarray(h.getSolution().col_value, dtype=float)[:model.n_x]
-        chosen = _checked_store(problem, budget, model.candidates[x > 0.5], "HiGHS")
+        chosen = _checked_store(problem, budget, model.store(x, "HiGHS"), "HiGHS")
     bound = _unscaled_bound(model, float(info.mip_dual_bound))
     value, dual = float(info.objective_function_value), float(info.mip_dual_bound)
     if model_status == highspy.HighsModelStatus.kOptimal and has_solution:

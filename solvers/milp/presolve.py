@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["group_dominance"]
+__all__ = ["group_dominance", "folded_dominance", "group_types"]
 
 
 def group_dominance(costs: np.ndarray, groups: np.ndarray, coverage: sp.csr_array) -> tuple[np.ndarray, np.ndarray]:
@@ -71,3 +71,91 @@ def group_dominance(costs: np.ndarray, groups: np.ndarray, coverage: sp.csr_arra
             break
         kept_by = np.where(chained, by[kept_by], kept_by)
     return removed.astype(np.int64), kept_by.astype(np.int64)
+
+
+def folded_dominance(costs: np.ndarray, values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Candidates of fully folded groups dominated by their cost and folded value, and a kept dominator of each.
+
+    In a group no cover row touches, a candidate contributes exactly its folded value (``x_values``)
+    and its cost, so ``v`` dominates ``u`` of its group when ``c[v] <= c[u]`` and ``value[v] >= value[u]``
+    (compared as the floats the model states, no tolerance); of two equal ones the smaller position stays.
+    A store holding ``u`` stays feasible with ``v`` in its place and the model's objective does not fall.
+
+    Parameters
+    ----------
+    costs, values, groups : (n,) arrays
+        Cost, folded value and group of each candidate (only candidates of fully folded groups).
+
+    Returns
+    -------
+    (removed, kept_by) : two (k,) int arrays
+        Positions of the dominated candidates (sorted) and, for each, a kept one that dominates it.
+
+    Examples
+    --------
+    >>> folded_dominance(np.array([3.0, 2.0, 4.0, 2.0]), np.array([1.0, 1.0, 5.0, 2.0]), np.array([0, 0, 0, 1]))
+    (array([0]), array([1]))
+    """
+    n = costs.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    order = np.lexsort((np.arange(n), -values, costs, groups))     # by group, cost up, value down, position
+    g = groups[order]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    rank = np.arange(n) - np.repeat(starts, sizes)
+    best = order.copy()            # the candidate of largest value so far in its group, this one included
+    for k in range(1, int(sizes.max())):       # a running maximum by rank: groups are small
+        at = np.flatnonzero(rank == k)
+        before = best[at - 1]
+        best[at] = np.where(values[before] >= values[order[at]], before, order[at])
+    dominated = rank > 0
+    prev = np.r_[-1, best[:-1]]
+    dominated &= values[prev.clip(0)] >= values[order]
+    removed, kept_by = order[dominated], prev[dominated]
+    sort = np.argsort(removed)
+    return removed[sort].astype(np.int64), kept_by[sort].astype(np.int64)
+
+
+def group_types(costs: np.ndarray, values: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Groups with identical option lists, as *types*: the same sorted list of (cost, value) pairs.
+
+    Two groups no cover row touches and whose candidates have exactly equal costs and folded values
+    (the floats compared bit for bit, no tolerance) are interchangeable in the model: any store can
+    swap their choices without changing its cost or the objective.
+
+    Parameters
+    ----------
+    costs, values, groups : (n,) arrays
+        Cost, folded value and group of each candidate (only candidates of fully folded groups).
+
+    Returns
+    -------
+    (type_of, option_of, n_of_type) : (n,), (n,) and (n_types,) int arrays
+        The type of each candidate's group, the candidate's option in its group's sorted list
+        (by cost, then value, then position), and the number of groups of each type.
+
+    Examples
+    --------
+    >>> group_types(np.array([2.0, 1.0, 1.0, 2.0, 1.0]), np.array([3.0, 1.0, 1.0, 3.0, 2.0]), np.array([0, 0, 1, 1, 2]))
+    (array([0, 0, 0, 0, 1]), array([1, 0, 0, 1, 0]), array([2, 1]))
+    """
+    n = costs.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    order = np.lexsort((np.arange(n), values, costs, groups))
+    g = groups[order]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    rank = np.arange(n) - np.repeat(starts, sizes)
+    row = np.repeat(np.arange(starts.size), sizes)
+    keys = np.zeros((starts.size, 1 + 2 * int(sizes.max())))
+    keys[:, 0] = sizes
+    keys[row, 1 + 2 * rank] = costs[order]
+    keys[row, 2 + 2 * rank] = values[order]
+    as_bytes = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.shape[1] * keys.itemsize))).reshape(-1)
+    _, type_of_group, n_of_type = np.unique(as_bytes, return_inverse=True, return_counts=True)
+    type_of, option_of = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    type_of[order] = type_of_group.reshape(-1)[row]
+    option_of[order] = rank
+    return type_of, option_of, n_of_type.astype(np.int64)
