@@ -15,7 +15,7 @@ import traceback
 
 from memaudit_solvers.certify import certify
 from bench_families import make_problem
-from bench_tables import MILP_NAMES, cell_text, fmt_seconds
+from bench_tables import MILP_NAMES, cell_text, fmt_ratio, fmt_seconds
 
 __all__ = ["LARGE_FRACS", "TARGETS", "run_large", "large_table", "write_package", "run_solve_cli"]
 
@@ -221,7 +221,7 @@ def large_table(rows: list[dict], methods, args) -> list[str]:
             others = {m: meds[m] for m in milps if meds[m] is not None}
             if meds["bnb"] is not None and others:
                 best = min(others, key=others.__getitem__)
-                cells.append(f"{meds['bnb'] / others[best]:.2f} (vs {best})")
+                cells.append(f"{fmt_ratio(meds['bnb'] / others[best])} (vs {best})")
             else:
                 cells.append("–")
         cli = row["cli"]

@@ -28,6 +28,15 @@ def fmt_seconds(x: float) -> str:
     return f"{x:.3f}"
 
 
+def fmt_ratio(r: float) -> str:
+    """A time ratio with two decimals, or two significant digits below 0.1 (0.0047, not 0.00).
+
+    >>> fmt_ratio(1.456), fmt_ratio(0.14), fmt_ratio(0.00468)
+    ('1.46', '0.14', '0.0047')
+    """
+    return f"{r:.2f}" if r >= 0.1 else f"{r:.2g}"
+
+
 def cell_text(runs: list[dict]) -> tuple[str, float | None]:
     """The table entry for one method in one cell, and its median seconds (None when not comparable)."""
     if not runs:
@@ -114,7 +123,7 @@ def grid_table(cells, methods, args, ratios_out: list | None = None) -> list[str
             if got is not None:
                 ratio, best = got
                 ratios.append((ratio, c))
-                row.append(f"{ratio:.2f} (vs {best})")
+                row.append(f"{fmt_ratio(ratio)} (vs {best})")
             else:
                 row.append("–")
         lines.append("| " + " | ".join(row) + " |")

@@ -202,3 +202,9 @@ def test_bad_arguments_are_one_line_errors(capsys):
             bench_exact.main(argv)
         assert exc.value.code == 2
         assert message in capsys.readouterr().err
+
+
+def test_a_ratio_far_below_one_keeps_two_significant_digits():
+    """bnb at 0.14 s against HiGHS at 29 s is 0.0047, not 0.00 (the scale series showed 0.00)."""
+    from bench_tables import fmt_ratio
+    assert [fmt_ratio(r) for r in (0.136 / 29.06, 0.14, 1.456, 0.1)] == ["0.0047", "0.14", "1.46", "0.10"]
