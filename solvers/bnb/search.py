@@ -115,6 +115,10 @@ class Search:
             self.inc_value, self.inc_store = value, store
             self.stats["incumbent_updates"] += 1
 
+    def steps_within(self, rest: float) -> int:
+        """How many cost steps fit in ``rest`` (within the budget's float slack); needs ``cost_step > 0``."""
+        return int(math.floor((rest + self.slack) / self.cost_step))
+
     # -- node analysis ----------------------------------------------------
     def analyse(self, allowed, mu_in):
         """Lagrangian bound of a node; None when the node has no feasible store."""
@@ -147,7 +151,7 @@ class Search:
         starts = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]])
         # with costs on a grid no store spends more than the last multiple of the step within the rest
         # (the knapsack DP's capacity): its LP cannot spend the remainder either
-        lp_rest = math.floor((rest + self.slack) / self.cost_step) * self.cost_step if self.cost_step > 0 else rest
+        lp_rest = self.steps_within(rest) * self.cost_step if self.cost_step > 0 else rest
         val, _, d, m, pick = lagrangian_min(profit, cost, starts, lp_rest)
         if math.isinf(val):
             return None
@@ -169,7 +173,7 @@ class Search:
             return
         step = self.cost_step
         cost_units = np.rint(info["cost"] / step).astype(np.int64)
-        cap = int(math.floor((info["rest"] + self.slack) / step))
+        cap = self.steps_within(info["rest"])
         core_dp_store(self, info, cost_units, cap)     # a better incumbent first: fixing then keeps fewer
         drop = np.asarray(self.can_prune(info["ub_opt"]), dtype=bool)
         # the store is traced back only when it would beat the incumbent (value + const above it)

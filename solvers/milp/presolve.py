@@ -8,6 +8,21 @@ import scipy.sparse as sp
 __all__ = ["group_dominance", "folded_dominance", "group_types"]
 
 
+def _segments(sorted_groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runs of equal values in ``sorted_groups``: their starts and sizes, and each position's rank in its run.
+
+    >>> _segments(np.array([0, 0, 2, 2, 2, 5]))
+    (array([0, 2, 5]), array([2, 3, 1]), array([0, 1, 0, 1, 2, 0]))
+    """
+    n = sorted_groups.shape[0]
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    return starts, sizes, np.arange(n) - np.repeat(starts, sizes)
+
+
 def group_dominance(costs: np.ndarray, groups: np.ndarray, coverage: sp.csr_array) -> tuple[np.ndarray, np.ndarray]:
     """Candidates dominated inside their group, and for each one a kept candidate that dominates it.
 
@@ -39,9 +54,7 @@ def group_dominance(costs: np.ndarray, groups: np.ndarray, coverage: sp.csr_arra
     """
     n = costs.shape[0]
     order = np.argsort(groups, kind="stable")
-    g_sorted = groups[order]
-    starts = np.flatnonzero(np.r_[True, g_sorted[1:] != g_sorted[:-1]]) if n else np.zeros(0, dtype=np.int64)
-    sizes = np.diff(np.r_[starts, n])
+    starts, sizes, _ = _segments(groups[order])
     size_of = np.repeat(sizes, sizes)                 # group size at each sorted position
     start_of = np.repeat(starts, sizes)
     # every ordered pair (u, v) of distinct candidates of one group, in sorted positions
@@ -100,10 +113,7 @@ def folded_dominance(costs: np.ndarray, values: np.ndarray, groups: np.ndarray) 
     if n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     order = np.lexsort((np.arange(n), -values, costs, groups))     # by group, cost up, value down, position
-    g = groups[order]
-    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    sizes = np.diff(np.r_[starts, n])
-    rank = np.arange(n) - np.repeat(starts, sizes)
+    starts, sizes, rank = _segments(groups[order])
     best = order.copy()            # the candidate of largest value so far in its group, this one included
     for k in range(1, int(sizes.max())):       # a running maximum by rank: groups are small
         at = np.flatnonzero(rank == k)
@@ -144,10 +154,7 @@ def group_types(costs: np.ndarray, values: np.ndarray, groups: np.ndarray) -> tu
     if n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     order = np.lexsort((np.arange(n), values, costs, groups))
-    g = groups[order]
-    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    sizes = np.diff(np.r_[starts, n])
-    rank = np.arange(n) - np.repeat(starts, sizes)
+    starts, sizes, rank = _segments(groups[order])
     row = np.repeat(np.arange(starts.size), sizes)
     keys = np.zeros((starts.size, 1 + 2 * int(sizes.max())))
     keys[:, 0] = sizes
