@@ -174,6 +174,10 @@ def parse_args(argv):
     ap.add_argument("--large-wall-cap", type=float, default=WALL_CAP,
                     help=f"seconds of wall clock after which one call of the scale series is stopped and shown as "
                          f"'stopped', whatever its own time limit (default {WALL_CAP:g})")
+    ap.add_argument("--certify-backends", default="auto",
+                    help="scale series: the back-ends the library's certify tries in turn, comma-separated "
+                         "(e.g. milp-highs), or auto: the order memaudit solve --backend auto takes for the problem "
+                         "(default auto)")
     ap.add_argument("--large-only", action="store_true", help="skip the grid; run only --n-large")
     ap.add_argument("--json", metavar="PATH", help="write machine facts and every raw run here")
     args = ap.parse_args(argv)
@@ -202,6 +206,12 @@ def parse_args(argv):
         ap.error("--large-seeds must list seeds >= 0")
     if args.large_only and not args.n_large:
         ap.error("--large-only needs --n-large N")
+    if args.certify_backends != "auto":
+        from memaudit_solvers.registry import CERTIFIERS, EXACT_METHODS
+        args.certify_backends = [b.strip() for b in args.certify_backends.split(",") if b.strip()]
+        bad = [b for b in args.certify_backends if b not in EXACT_METHODS and b not in CERTIFIERS or b == "bnb"]
+        if bad or not args.certify_backends:
+            ap.error(f"--certify-backends: unknown or unusable back-end(s) {', '.join(bad) or '(none given)'}")
     args.seeds_list = list(range(args.seeds))
     return args
 
@@ -275,7 +285,8 @@ def main(argv=None) -> int:
                                                   "large_fracs": args.large_fracs,
                                                   "large_seeds": args.large_seeds,
                                                   "large_time_limit": args.large_time_limit,
-                                                  "large_wall_cap": args.large_wall_cap},
+                                                  "large_wall_cap": args.large_wall_cap,
+                                                  "certify_backends": args.certify_backends},
                    "runs": all_runs, "disagreements": disagreements, "elapsed_seconds": elapsed}
         atomic_write(args.json, json.dumps(payload, indent=1, default=str))
         log(f"wrote {args.json}")

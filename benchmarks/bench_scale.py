@@ -17,7 +17,7 @@ from memaudit_solvers.certify import certify
 from bench_families import make_problem
 from bench_tables import MILP_NAMES, cell_text, fmt_ratio, fmt_seconds
 
-__all__ = ["LARGE_FRACS", "TARGETS", "run_large", "large_table", "write_package", "run_solve_cli"]
+__all__ = ["LARGE_FRACS", "TARGETS", "run_large", "large_table", "write_package", "run_solve_cli", "certify_order"]
 
 #: default budgets of the scale series (fractions of the stream cost)
 LARGE_FRACS = (0.10,)
@@ -64,14 +64,23 @@ def capped(name: str, fn, wall_cap: float) -> dict:
             "bound": None, "nodes": None, "message": why}
 
 
-def run_certify(problem, budget: float, time_limit: float) -> dict:
-    """Certified OPT end to end as the library does it today: ``certify(problem, budget)`` with its default
-    method and back-end(s), the time limit given to each; never raises."""
+def certify_order(problem, backends) -> list[str]:
+    """The back-ends ``certify`` tries: ``backends`` as given, or for ``"auto"`` the order ``memaudit solve
+    --backend auto`` takes for this problem (the lattice certificate first at scale)."""
+    if backends != "auto":
+        return list(backends)
+    from memaudit.certification import backend_order
+    return backend_order("auto", "bnb", problem)
+
+
+def run_certify(problem, budget: float, time_limit: float, backends="auto") -> dict:
+    """Certified OPT end to end by the library: ``certify(problem, budget, backend=...)`` with bnb and the
+    back-ends of :func:`certify_order` tried in turn, the time limit given to each; never raises."""
     from bench_runs import log
 
     t0 = time.perf_counter()
     try:
-        cert = certify(problem, budget, time_limit=time_limit)
+        cert = certify(problem, budget, time_limit=time_limit, backend=certify_order(problem, backends))
     except Exception as exc:  # noqa: BLE001 - a crash is a result to report
         tb = traceback.format_exc()
         log(f"  !! certify raised {type(exc).__name__}: {exc}\n{tb}")
@@ -181,7 +190,8 @@ def run_large(args, n: int, frac: float, seed: int, methods, all_runs: list, dis
         runs[name] = {**base, **r}
         skips.record(key, frac, name, n, [r])
     cert = {"certified": False, "summary": "", "backend": None,
-            **capped("certify", lambda: run_certify(p, budget, args.large_time_limit), args.large_wall_cap)}
+            **capped("certify", lambda: run_certify(p, budget, args.large_time_limit, args.certify_backends),
+                     args.large_wall_cap)}
     if cert["status"] == "killed":
         cert["summary"] = f"NOT certified: certify {cert['message']}"
     cert = {**base, **cert}
@@ -244,9 +254,11 @@ def large_table(rows: list[dict], methods, args) -> list[str]:
     lines += ["", f"Each method alone, one solve at a time, {args.large_time_limit:g} s limit each (`*` = not proven "
               "optimal; `skipped` = a back-end that timed out at a smaller size with the same budget; bnb always "
               f"runs; `stopped` = no answer within the wall-clock cap of {args.large_wall_cap:g} s). Certified OPT "
-              "end to end = `memaudit_solvers.certify.certify(problem, budget, time_limit=...)` as the library does "
-              "it (its default method and certifying back-end): the method's solve, the back-end's and their "
-              "comparison. memaudit solve, end to end = the command line in a child process on the problem written "
+              "end to end = `memaudit_solvers.certify.certify(problem, budget, time_limit=..., backend=...)` with "
+              "bnb and the back-ends "
+              + ("of `memaudit solve --backend auto` for the problem (the lattice certificate first at scale)"
+                 if args.certify_backends == "auto" else ", ".join(args.certify_backends))
+              + " tried in turn: the method's solve, the back-end's and their comparison. memaudit solve, end to end = the command line in a child process on the problem written "
               "as a compact package file, from start-up to exit (`memaudit solve PKG --budget B --time-limit T "
               "--no-cache --json`: reading and checking the file, compiling, bnb, `--backend auto`, the certificate, "
               "the report), stopped at the same wall-clock cap. Target: certified OPT for 10,000 experiences under "

@@ -13,6 +13,7 @@ import numpy as np
 from memaudit_solvers import Declined, evaluate, is_feasible
 from memaudit_solvers.certify import CERT_RTOL
 from memaudit_solvers.objective import infeasibility, total_cost
+from memaudit_solvers.registry import CERTIFIERS
 
 from pydantic import ValidationError
 
@@ -66,12 +67,13 @@ def _result_entry(result, compiled) -> dict:
 
 
 def solver_versions() -> dict:
-    """Names and versions of the installed MILP back-ends (recorded in certificates and manifests)."""
+    """Names and versions of the installed MILP back-ends and of the certifiers (recorded in certificates
+    and manifests); a certifier is memaudit's own code."""
     try:
         from memaudit_solvers.milp import backend_versions
     except ImportError:  # pragma: no cover - memaudit_solvers.milp always ships it today
         return {}
-    return backend_versions()
+    return {**backend_versions(), **{name: f"memaudit {__version__} (exact arithmetic)" for name in CERTIFIERS}}
 
 
 def build_certificate(report: SolveReport, package_path, budget_frac: float | None = None) -> dict:
@@ -342,8 +344,15 @@ def verify_certificate(package_path, cert, *, backend: str | None = "milp-highs"
         report.add("optimum", None, "skipped on request (back-end 'none')")
         return report
     settings = {} if time_limit is None else {"time_limit": time_limit}
+    hint = None
+    if backend in CERTIFIERS:              # a certifier re-proves the recorded store (checked above)
+        if why:
+            report.add("optimum", False, f"{backend} proves a given store optimal, and the recorded store is "
+                                         "infeasible")
+            return report
+        hint = idx
     try:
-        result = run_solver(backend, problem, budget, settings)
+        result = run_solver(backend, problem, budget, settings, hint=hint)
     except Declined as exc:
         report.add("optimum", False, declined_message(backend, exc))
         return report

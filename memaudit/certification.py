@@ -11,7 +11,9 @@ one back-end with its time limit as given (a failure still falls through, as bef
 
 Every back-end is warm-started from the method's store (a MIP start or solution hint): it checks that
 store in its own model and starts from it, but proves its own bound.  Nothing the method proved (its
-bound, its prices) is handed over, so the certificate stays independent; only the time changes.
+bound, its prices) is handed over, so the certificate stays independent; only the time changes.  The
+lattice certificate (:mod:`memaudit_solvers.lattice`; first at scale, second otherwise) needs that store: it
+proves it optimal or says it cannot (without it, ``--no-warm-start``, it declines and the MILPs run).
 """
 
 from __future__ import annotations
@@ -22,33 +24,56 @@ from memaudit_solvers import Problem, Result, SolverError
 from memaudit_solvers.fallthrough import (FALL_THROUGH, TIME_BOX_CAP, TIME_BOX_FACTOR, TIME_BOX_FLOOR, Attempt, Outcome,
                                           Overran, certify_result, default_time_box, run_backend)
 from memaudit_solvers.milp import installed_backends
-from memaudit_solvers.registry import BACKENDS, get_method
+from memaudit_solvers.milp.model import SCALE_COLUMNS
+from memaudit_solvers.registry import BACKENDS, CERTIFIERS, get_method
 
 from .errors import MethodError
 
 __all__ = ["Attempt", "Outcome", "auto_order", "backend_order", "backend_key", "key_backends", "resolve_backend",
            "default_time_box", "certify_store", "declined_message", "attempt_text", "BACKEND_ALIASES",
-           "TIME_BOX_FLOOR", "TIME_BOX_FACTOR", "TIME_BOX_CAP", "AUTO_ORDER", "FALL_THROUGH"]
+           "TIME_BOX_FLOOR", "TIME_BOX_FACTOR", "TIME_BOX_CAP", "AUTO_ORDER", "LATTICE_FIRST", "FALL_THROUGH"]
 
 #: short names accepted for the certifying back-ends (``none`` = do not certify)
-BACKEND_ALIASES = {"highs": "milp-highs", "cbc": "milp-cbc", "cpsat": "cpsat", "scip": "milp-scip", "none": None}
+BACKEND_ALIASES = {"highs": "milp-highs", "cbc": "milp-cbc", "cpsat": "cpsat", "scip": "milp-scip", "lattice": "lattice",
+                   "none": None}
 
-#: the order ``auto`` tries the certifying back-ends in (docs/backends.md has the measurements)
-AUTO_ORDER = ("milp-highs", "milp-scip", "milp-cbc", "cpsat")
+#: the order ``auto`` tries the certifying back-ends in (docs/backends.md has the measurements); a package
+#: of :data:`LATTICE_FIRST` candidates and units or more tries the lattice certificate first
+AUTO_ORDER = ("milp-highs", "lattice", "milp-scip", "milp-cbc", "cpsat")
 
-def auto_order(method: str) -> list[str]:
-    """The back-ends ``auto`` tries, in order: :data:`AUTO_ORDER` without the method itself.
+#: from this many candidates and units on (HiGHS's own threshold of a model *at scale*,
+#: ``memaudit_solvers.milp.model.SCALE_COLUMNS``), ``auto`` tries the lattice certificate before HiGHS:
+#: there the MILPs' branch-and-bound can stall for minutes on a knapsack gap of less than one grid step
+#: that the lattice closes in under a second (``random_problem(10000, seed)`` at 5 %: HiGHS 7-60+ s,
+#: the lattice 0.2-0.4 s; docs/backends.md).  Below it HiGHS, an independent MILP, comes first.
+LATTICE_FIRST = SCALE_COLUMNS
+
+#: every certifying back-end: the MILPs and the certifiers (those need no package beyond memaudit's own)
+_CERTIFYING = {**BACKENDS, **CERTIFIERS}
+
+def auto_order(method: str, problem: Problem | None = None) -> list[str]:
+    """The back-ends ``auto`` tries, in order: :data:`AUTO_ORDER` without the method itself, the lattice
+    certificate first for a ``problem`` of :data:`LATTICE_FIRST` candidates and units or more.
 
     Examples
     --------
-    >>> auto_order("bnb"), auto_order("milp-highs")
-    (['milp-highs', 'milp-scip', 'milp-cbc', 'cpsat'], ['milp-scip', 'milp-cbc', 'cpsat'])
+    >>> auto_order("bnb")
+    ['milp-highs', 'lattice', 'milp-scip', 'milp-cbc', 'cpsat']
+    >>> auto_order("milp-highs")
+    ['lattice', 'milp-scip', 'milp-cbc', 'cpsat']
+    >>> from memaudit_solvers.random_problems import random_problem
+    >>> auto_order("bnb", random_problem(10000, 0))[:2]
+    ['lattice', 'milp-highs']
     """
-    return [b for b in AUTO_ORDER if b != method]
+    order = [b for b in AUTO_ORDER if b != method]
+    if problem is not None and problem.n_candidates + problem.n_units >= LATTICE_FIRST and "lattice" in order:
+        order.remove("lattice")
+        order.insert(0, "lattice")
+    return order
 
 
 def resolve_backend(name: str | None, method: str | None = None) -> str | None:
-    """The certifying back-end for ``name``: a MILP method name, or None for ``none`` / None.
+    """The certifying back-end for ``name``: a MILP method or certifier name, or None for ``none`` / None.
 
     ``auto`` is the first of :func:`auto_order` and a list ``scip,highs`` its first (the others
     follow it when it times out, declines or fails: :func:`backend_order`).
@@ -58,11 +83,11 @@ def resolve_backend(name: str | None, method: str | None = None) -> str | None:
     >>> resolve_backend("highs"), resolve_backend("milp-cbc"), resolve_backend("none")
     ('milp-highs', 'milp-cbc', None)
     >>> resolve_backend("auto", "bnb"), resolve_backend("auto", "milp-highs")
-    ('milp-highs', 'milp-scip')
+    ('milp-highs', 'lattice')
     >>> resolve_backend("gurobi")
     Traceback (most recent call last):
     ...
-    memaudit.errors.MethodError: unknown back-end 'gurobi'; valid back-ends: cbc, cpsat, highs, milp-cbc, milp-highs, milp-scip, none, scip, auto
+    memaudit.errors.MethodError: unknown back-end 'gurobi'; valid back-ends: cbc, cpsat, highs, lattice, milp-cbc, milp-highs, milp-scip, none, scip, auto
     """
     if name is None:
         return None
@@ -71,20 +96,20 @@ def resolve_backend(name: str | None, method: str | None = None) -> str | None:
         return order[0] if order else None
     if isinstance(name, str) and name in BACKEND_ALIASES:
         return BACKEND_ALIASES[name]
-    if isinstance(name, str) and name in BACKENDS:
+    if isinstance(name, str) and name in _CERTIFYING:
         return name
     raise MethodError(f"unknown back-end {name!r}; valid back-ends: {_valid_backends()}, auto")
 
 
 def _valid_backends() -> str:
-    return ", ".join(sorted(set(BACKEND_ALIASES) | set(BACKENDS)))
+    return ", ".join(sorted(set(BACKEND_ALIASES) | set(_CERTIFYING)))
 
 
-def backend_order(name, method: str | None = None) -> list[str] | None:
+def backend_order(name, method: str | None = None, problem: Problem | None = None) -> list[str] | None:
     """The back-ends tried in turn, each in a time box, for ``name``; None for one named back-end.
 
-    ``auto`` is :func:`auto_order` without the back-ends that are not installed; a comma-separated
-    list (``scip,highs``) is that order.
+    ``auto`` is :func:`auto_order` (for ``problem``, when given) without the back-ends that are not
+    installed; a comma-separated list (``scip,highs``) is that order.
 
     Examples
     --------
@@ -96,8 +121,8 @@ def backend_order(name, method: str | None = None) -> list[str] | None:
     memaudit.errors.MethodError: the certifying back-ends must differ from the method; 'cbc,highs' names 'milp-highs'
     """
     if name == "auto":
-        installed = installed_backends()
-        return [b for b in auto_order(method or "") if b in installed]
+        installed = {**installed_backends(), **CERTIFIERS}
+        return [b for b in auto_order(method or "", problem) if b in installed]
     if not (isinstance(name, str) and "," in name):
         return None
     order = []
@@ -131,7 +156,7 @@ def key_backends(key: str | None, method: str) -> list[str]:
 
 
 def declined_message(name: str, exc: BaseException) -> str:
-    others = ", ".join(n for n in sorted(BACKENDS) if n != name)
+    others = ", ".join(n for n in sorted(_CERTIFYING) if n != name)
     return f"{name} declined this package: {exc}; try another back-end ({others})"
 
 

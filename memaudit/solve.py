@@ -10,7 +10,7 @@ from typing import Callable
 from memaudit_solvers import BackendUnavailable, Declined, Problem, ProblemError, Result, SolverError
 from memaudit_solvers.certify import CERT_RTOL, Certification, run_rescaled
 from memaudit_solvers.objective import is_feasible
-from memaudit_solvers.registry import (BACKENDS, PROGRESS_METHODS, TIME_LIMIT, check_settings, get_method, method_names,
+from memaudit_solvers.registry import (BACKENDS, CERTIFIERS, HINTED, PROGRESS_METHODS, TIME_LIMIT, check_settings, get_method, method_names,
                                        method_owner, method_settings, stamp_result)
 
 from .certification import (AUTO_ORDER, BACKEND_ALIASES, backend_order, certify_store, declined_message, default_time_box,
@@ -63,6 +63,9 @@ def resolve_method(name: str) -> str:
         get_method(full)
     except ValueError as exc:
         raise MethodError(str(exc).replace(repr(full), repr(name), 1)) from None
+    if full in CERTIFIERS:
+        raise MethodError(f"{name!r} is a certifier: it proves a given store optimal and chooses none itself; "
+                          f"use it as --backend {name} (valid methods: {method_names()})")
     prefix, sep, kind = full.partition(":")
     if sep and prefix == "kind" and kind not in CANDIDATE_KINDS:
         raise MethodError(f"unknown candidate kind {kind!r} in method {name!r}; kinds: {', '.join(CANDIDATE_KINDS)}")
@@ -114,12 +117,16 @@ def checked_settings(name: str, settings: dict) -> dict:
         raise MethodError(str(exc)) from None
 
 
-def run_solver(name: str, problem: Problem, budget: float, settings: dict, progress: Callable | None = None) -> Result:
+def run_solver(name: str, problem: Problem, budget: float, settings: dict, progress: Callable | None = None,
+               hint=None) -> Result:
     """Run a registered method with its settings checked against its declarations; a missing back-end,
     numbers no solver can state and settings the method rejects become one-line errors (a back-end
-    that declines still raises ``Declined``).  ``progress`` reaches the methods that report it."""
+    that declines still raises ``Declined``).  ``progress`` reaches the methods that report it, ``hint``
+    (a store) those that take one (:data:`~memaudit_solvers.registry.HINTED`)."""
     checked = checked_settings(name, settings)
     hook = {"progress": progress} if progress is not None and name in PROGRESS_METHODS else {}
+    if hint is not None and name in HINTED:
+        hook["hint"] = hint
     try:
         return stamp_result(name, run_rescaled(get_method(name), problem, budget, **checked, **hook), checked)
     except BackendUnavailable as exc:
@@ -286,7 +293,7 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
     backend : str or None
         ``auto`` (default): the back-ends of :func:`memaudit.certification.auto_order` in turn, each
         in a time box, falling through to the next on a time-out, a decline, a failure or a missing
-        install (every attempt is in ``SolveReport.attempts``); or one back-end, ``milp-highs``,
+        install (every attempt is in ``SolveReport.attempts``); or one back-end, ``lattice``, ``milp-highs``,
         ``milp-scip``, ``cpsat``, ``milp-cbc`` or a short name (``highs``, ``scip``, ``cbc``), run
         with its time limit as given (falling through only past a solver failure); or None /
         ``none`` to skip certification.
@@ -344,6 +351,7 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
     """
     start = time.perf_counter()
     name = resolve_method(method)
+    requested = backend
     order = backend_order(backend, name)    # None for one named back-end
     auto = order is not None
     if auto and not order:
@@ -363,10 +371,12 @@ def solve_package(pkg: Package, *, budget: float, method: str = "bnb", backend: 
                                  or not time_box > 0 or math.isinf(time_box)):
         raise MethodError(f"solve: the time box must be a number of seconds > 0; got {time_box!r}")
     _warm_up()
-    if backend is not None and not auto:   # auto falls through past a missing or failing back-end
-        _probe_backend(backend)
+    if backend is not None and not auto and backend not in CERTIFIERS:   # auto falls through past a missing or
+        _probe_backend(backend)                                          # failing back-end; a certifier is ours
     compiled = compile_package(pkg)
     problem = compiled.problem
+    if auto:
+        order = backend_order(requested, name, problem)    # at scale the lattice certificate comes first
     common = dict(backend_note=note, startup_time=time.perf_counter() - start)
     if note:
         say(note)

@@ -166,14 +166,17 @@ def certify(problem: Problem, budget: float, /, *, method: str = "bnb", backend:
     True
     """
     from .fallthrough import certify_result, default_time_box, run_backend
-    from .registry import EXACT_METHODS
+    from .registry import CERTIFIERS, EXACT_METHODS
 
     backends = [backend] if isinstance(backend, str) else list(backend)
     if not backends:
         raise ValueError("certification needs at least one back-end")
-    for name in (method, *backends):
-        if name not in EXACT_METHODS:
-            raise ValueError(f"{name!r} is not an exact method; choose from {', '.join(sorted(EXACT_METHODS))}")
+    if method not in EXACT_METHODS:
+        raise ValueError(f"{method!r} is not an exact method; choose from {', '.join(sorted(EXACT_METHODS))}")
+    for name in backends:
+        if name not in EXACT_METHODS and name not in CERTIFIERS:
+            raise ValueError(f"{name!r} is not an exact method or a certifier; choose from "
+                             f"{', '.join(sorted({**EXACT_METHODS, **CERTIFIERS}))}")
     if method in backends:
         raise ValueError("certification needs two different methods; got the same one twice")
     if time_box is not None and time_box != "default" and (isinstance(time_box, (bool, str))

@@ -26,7 +26,7 @@ import numpy as np
 from .certify import CERT_RTOL, Certification, compare_results, run_rescaled
 from .milp import BACKENDS, installed_backends
 from .problem import Problem
-from .registry import get_method, method_settings, stamp_result
+from .registry import HINTED, get_method, method_settings, stamp_result
 from .result import BackendUnavailable, Declined, Result, SolverError
 
 __all__ = ["Attempt", "Outcome", "Overran", "Runner", "Explain", "certify_result", "run_backend", "explain_attempt",
@@ -122,10 +122,11 @@ def run_backend(name: str, problem: Problem, budget: float, time_limit: float | 
                 method=None) -> Result:
     """Run the exact method ``name`` (``method``: its function, default the registered one) through
     :func:`~memaudit_solvers.certify.run_rescaled`, with ``time_limit`` when it declares one and the
-    ``hint`` when it is a MILP back-end; ``Result.method`` and every declared setting are stamped."""
+    ``hint`` when it takes one (a MILP back-end or a certifier: :data:`~memaudit_solvers.registry.HINTED`);
+    ``Result.method`` and every declared setting are stamped."""
     declared = {s.name for s in method_settings(name)}
     settings = {} if time_limit is None or "time_limit" not in declared else {"time_limit": time_limit}
-    extra = {} if hint is None or name not in BACKENDS else {"hint": hint}
+    extra = {} if hint is None or name not in HINTED else {"hint": hint}
     fn = get_method(name) if method is None else method
     return stamp_result(name, run_rescaled(fn, problem, budget, **settings, **extra), settings)
 

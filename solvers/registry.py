@@ -19,11 +19,13 @@ from .bnb import BNB_SETTINGS, branch_and_bound
 from .bruteforce import BRUTE_SETTINGS, brute_force
 from .enumeration import greedy_enum
 from .greedy import greedy
+from .lattice import LATTICE_SETTINGS, lattice
 from .milp import BACKENDS
 from .result import Result
 from .settings import TIME_LIMIT, Setting, validate_settings
 
 __all__ = ["METHODS", "EXACT_METHODS", "BASELINES", "ONLINE_METHODS", "NEEDS_KINDS", "BACKENDS", "SETTINGS",
+           "CERTIFIERS", "CERTIFIER_SETTINGS", "HINTED",
            "PROGRESS_METHODS", "get_method", "run_method", "method_names", "method_settings", "check_settings",
            "method_owner", "stamp_result"]
 
@@ -51,6 +53,10 @@ _EXACT = {"bnb": (branch_and_bound, *_BNB),
           "cpsat": (BACKENDS["cpsat"], TIME_LIMIT, THREADS),
           "milp-scip": (BACKENDS["milp-scip"], *_MILP)}
 
+#: certifiers: they prove a given store optimal (``hint``, the method's store) and find none themselves, so
+#: they certify (``--backend``) but are no methods of their own; declared beside them
+_CERTIFIERS = {"lattice": (lattice, *LATTICE_SETTINGS)}
+
 #: heuristics that see the whole package (status ``heuristic``)
 _BASELINES = {"density": (density,),
               "density-global": (density_global,),
@@ -69,6 +75,7 @@ _ONLINE = {"fifo": (fifo, PICK),
            "recency": (recency, PICK)}
 
 EXACT_METHODS = {name: row[0] for name, row in _EXACT.items()}
+CERTIFIERS = {name: row[0] for name, row in _CERTIFIERS.items()}
 BASELINES = {name: row[0] for name, row in _BASELINES.items()}
 ONLINE_METHODS = {name: row[0] for name, row in _ONLINE.items()}
 
@@ -81,6 +88,12 @@ METHODS = {**EXACT_METHODS, **BASELINES, **ONLINE_METHODS}
 #: every method's declared settings, by name (``kind:<k>`` takes none)
 SETTINGS: dict[str, tuple[Setting, ...]] = {name: tuple(s for s in row[1:] if isinstance(s, Setting))
                                            for name, row in {**_EXACT, **_BASELINES, **_ONLINE}.items()}
+#: every certifier's declared settings, by name
+CERTIFIER_SETTINGS: dict[str, tuple[Setting, ...]] = {name: tuple(row[1:]) for name, row in _CERTIFIERS.items()}
+
+#: the exact names that take the method's store as ``hint``: the MILP back-ends (a MIP start) and the
+#: certifiers (the store they prove)
+HINTED = frozenset(BACKENDS) | frozenset(CERTIFIERS)
 
 #: methods that take a ``progress`` callable (a hook, not a setting): bnb reports about once a second
 PROGRESS_METHODS = frozenset({"bnb"})
@@ -107,9 +120,13 @@ def get_method(name: str):
     Traceback (most recent call last):
     ...
     ValueError: unknown method 'simplex'; valid methods: bnb, brute, ..., kind:<k>
+
+    A certifier (:data:`CERTIFIERS`) is found too, so it runs wherever a back-end does.
     """
     if name in METHODS:
         return METHODS[name]
+    if name in CERTIFIERS:
+        return CERTIFIERS[name]
     prefix, sep, arg = name.partition(":")
     if sep and prefix in _PARAMETRIC:
         if not arg:
@@ -128,7 +145,7 @@ def method_settings(name: str) -> tuple[Setting, ...]:
     (['eps', 'floor', 'best_single'], ())
     """
     get_method(name)
-    return SETTINGS.get(name, ())
+    return SETTINGS.get(name) or CERTIFIER_SETTINGS.get(name, ())
 
 
 def method_owner(name: str) -> str:

@@ -151,6 +151,18 @@ def test_the_scale_series_runs_every_seed_it_is_given(capsys, tmp_path):
     assert cert[0]["n_candidates"] != cert[1]["n_candidates"] or cert[0]["value"] != cert[1]["value"]
 
 
+def test_the_scale_series_certifies_with_the_back_ends_it_is_given(capsys, tmp_path):
+    report = tmp_path / "lattice.json"
+    code, out, err = run(capsys, "--n-large", "60", "--large-only", "--methods", "bnb", "--certify-backends",
+                         "lattice", "--json", str(report))
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if line.startswith("| 60 |"))
+    assert "| lattice |" in row and "certified by bnb + lattice: both proved OPT = " in out
+    assert "with bnb and the back-ends lattice tried in turn" in out
+    (cert,) = [r for r in json.loads(report.read_text())["runs"] if r["method"] == "certify"]
+    assert cert["certified"] and cert["parts"][1]["stats"]["lattice"]["proved"]
+
+
 def test_the_command_line_column_is_left_out_for_an_h_a_package_cannot_state_exactly(capsys):
     code, out, err = run(capsys, "--n-large", "40", "--large-only", "--large-family", "restate-pwl",
                          "--methods", "bnb")
@@ -197,7 +209,9 @@ def test_bad_arguments_are_one_line_errors(capsys):
                           (["--families", "nope"], "unknown family(ies) nope"),
                           (["--large-only"], "--large-only needs --n-large N"),
                           (["--n-large", "50", "--large-seeds", "-1"], "--large-seeds must list seeds >= 0"),
-                          (["--seeds", "0"], "--seeds must be >= 1")):
+                          (["--seeds", "0"], "--seeds must be >= 1"),
+                          (["--n-large", "50", "--certify-backends", "greedy"],
+                           "--certify-backends: unknown or unusable back-end(s) greedy")):
         with pytest.raises(SystemExit) as exc:
             bench_exact.main(argv)
         assert exc.value.code == 2

@@ -156,10 +156,12 @@ def test_certify_needs_two_different_exact_methods():
         certify(problem, budget, method="bnb", backend="bnb")
     with pytest.raises(ValueError, match="two different methods"):
         certify(problem, budget, method="milp-highs", backend="milp-highs")
-    with pytest.raises(ValueError, match=r"'greedy' is not an exact method; choose from .*milp-highs"):
+    with pytest.raises(ValueError, match=r"'greedy' is not an exact method or a certifier; choose from .*lattice.*milp-highs"):
         certify(problem, budget, backend="greedy")
     with pytest.raises(ValueError, match=r"'nope' is not an exact method"):
         certify(problem, budget, method="nope")
+    with pytest.raises(ValueError, match=r"'lattice' is not an exact method; choose from bnb"):
+        certify(problem, budget, method="lattice")      # a certifier proves a store, it chooses none
 
 
 # -- a back-end that fails on valid data: a solver failure, and the next back-end runs ----------

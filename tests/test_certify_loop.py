@@ -149,7 +149,7 @@ def test_the_report_texts_are_the_callers(monkeypatch):
     out = certify_store(P, B, METHOD, ["cpsat", "brute"], time_box=None, time_limit=None, rtol=1e-6)
     assert out.backend == "brute" and out.certification.certified
     assert out.attempts[0].line() == ("cpsat declined this package: the data do not scale to integers; try another "
-                                      "back-end (milp-cbc, milp-highs, milp-scip)")
+                                      "back-end (lattice, milp-cbc, milp-highs, milp-scip)")
     c = certify(P, B, backend=("cpsat", "brute"))                   # the library's own text, same loop
     assert c.certified and c.attempts == ["cpsat declined: the data do not scale to integers"]
 

@@ -41,7 +41,11 @@ def run(runner, *args):
 def test_solve_with_milp_highs_picks_another_backend(runner, pkg_path):
     result = run(runner, "solve", pkg_path, "--budget-frac", "0.25", "--method", "milp-highs")
     assert result.exit_code == EXIT_OK, result.output
-    assert "certifying back-end milp-scip: the method is milp-highs" in result.stdout
+    assert "certifying back-end lattice: the method is milp-highs" in result.stdout
+    assert "certified by milp-highs + lattice" in result.stdout
+    result = run(runner, "solve", pkg_path, "--budget-frac", "0.25", "--method", "milp-highs", "--no-warm-start",
+                 "--no-cache")
+    assert result.exit_code == EXIT_OK, result.output          # the lattice needs the store: SCIP certifies
     assert "certified by milp-highs + milp-scip" in result.stdout
 
 

@@ -14,7 +14,7 @@ EXIT_BAD_INPUT = 1
 EXIT_USAGE = 2
 EXIT_NOT_CERTIFIED = 3
 
-BACKEND_CHOICES = "auto|highs|cbc|cpsat|scip|none"
+BACKEND_CHOICES = "auto|lattice|highs|cbc|cpsat|scip|none"
 
 #: default time limits of ``solve`` (seconds): the method, then the certifying back-end
 DEFAULT_METHOD_TIME_LIMIT = 60.0

@@ -64,6 +64,9 @@ def _print_solve(report) -> None:
         echo(f"certified by {names} (values agree within {report.certification.rtol:g})")
         for note in report.backend_failures:
             echo(f"  - first tried: {note}")
+        proof = report.backend_result.stats.get("lattice") if report.backend_result is not None else None
+        if proof is not None:                  # why the certificate holds, in one sentence
+            echo(f"  - {report.backend_result.message}")
         warm = report.warm_started
         if warm is not None:
             echo(f"  - {report.backend} was warm-started from {warm['from']}'s store ({plural(warm['n_chosen'], 'candidate')}, "
@@ -140,7 +143,10 @@ def _method_outcome(result) -> str:
               help="Method that chooses the store, optionally with its settings (e.g. bnb:node_lp=false): "
                    + method_names() + ".")
 @click.option("--backend", default="auto", show_default=True, metavar=BACKEND_CHOICES,
-              help="Independent MILP back-end that certifies the optimum.  'auto' tries "
+              help="Independent back-end that certifies the optimum: a MILP (highs, scip, cbc, cpsat) or the "
+                   "lattice certificate (exact arithmetic: one budget price, every coupled component's stores, "
+                   "the integer lattice of what a better store would lose; it proves the method's store or says "
+                   "it cannot).  'auto' tries "
                    + ", ".join(AUTO_ORDER) + " in turn (without the method itself), each in a time box "
                    "(--backend-time-box), and falls through to the next on a time-out, decline, failure or "
                    "missing install; the report says which timed out after how long and which certified.  "
@@ -159,7 +165,8 @@ def _method_outcome(result) -> str:
                    f"{TIME_BOX_FLOOR:g} s and {TIME_BOX_FACTOR:g} x the method's time, at most {TIME_BOX_CAP:g} s]")
 @click.option("--warm-start/--no-warm-start", default=True, show_default=True,
               help="Give the certifying back-end the method's store as a MIP start (it checks that store in "
-                   "its own model and proves its own bound; only its time changes).")
+                   "its own model and proves its own bound; only its time changes).  The lattice certificate "
+                   "needs the store, so without it auto starts with the MILPs.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the certificate plus the store).")
 @click.option("-o", "--output", type=click.Path(), default=None, metavar="CERTIFICATE.json",
               help="Write the certificate (memaudit-certificate/1) to this file.")

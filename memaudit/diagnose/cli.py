@@ -87,7 +87,7 @@ def load_compiled(name: str, kinds):
 @click.option("--forms", type=_FORMS, default="both", show_default=True, help="Probe forms.")
 @_reader_options
 @click.option("--backend", default="highs", show_default=True,
-              help="Back-end that certifies OPT (highs, cbc, cpsat, none).")
+              help="Back-end that certifies OPT (highs, scip, cbc, cpsat, lattice, auto, none).")
 @click.option("--json", "as_json", is_flag=True, help="Print the diagnose document as JSON.")
 @click.option("--out", type=click.Path(), default=None, metavar="DIR",
               help="Write run.json, summary.csv, rows.csv and stores.csv.")
