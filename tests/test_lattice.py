@@ -242,3 +242,11 @@ def test_auto_tries_the_lattice_first_at_scale_and_highs_first_below(tmp_path):
     doc = json.loads(r.stdout)
     assert doc["opt"] == 10642.0 and doc["backend"] == "lattice"
     assert [a["backend"] for a in doc["certification"]["attempts"]] == ["lattice"]
+
+
+def test_a_time_limit_stops_it_with_status_timeout():
+    p = random_problem(2000, 0)
+    budget = 0.05 * p.stream_cost()
+    store = []                        # the empty store is feasible; the time limit comes first
+    r = lattice(p, budget, hint=store, time_limit=1e-6)
+    assert r.status == "timeout" and r.bound == math.inf and "time limit" in r.message
