@@ -18,6 +18,8 @@ from memaudit.cli import main
 from memaudit_solvers.bruteforce import brute_force
 from memaudit_solvers.certify import certify, run_rescaled
 from memaudit_solvers.lattice import lattice, lattice_proof
+from memaudit_solvers.lattice.stores import component_stores, integer_costs
+from memaudit_solvers.milp.scaling import objective_step
 from memaudit_solvers.objective import evaluate, infeasibility
 from memaudit_solvers.problem import Problem, breakpoint_pieces, min_cap_pieces
 from memaudit_solvers.random_problems import random_problem
@@ -171,10 +173,44 @@ def test_declines_without_a_store_or_an_exact_grid():
     irrational = Problem.build([1.0, 2.0], [0, 1], [[math.sqrt(0.5), 0], [0, 1]], [1.0, 1.0])
     with pytest.raises(Declined, match="F has no exact grid"):
         lattice(irrational, 2.0, hint=[0])
-    chain = Problem.build([1.0] * 8, [0, 0, 1, 1, 2, 2, 3, 3], np.eye(8)[:, :5] + np.eye(8, k=-1)[:, :5],
-                          [1.0] * 5)
-    with pytest.raises(Declined, match="max_stores = 4"):
-        lattice(chain, 3.0, hint=[0], max_stores=4)
+    half = Problem.build([1.0, 1.0, 1.0], [0, 1, 2], [[0.5, 0.25], [0.5, 1 / 3], [0.0, 1 / 3]], [1.0, 1.0])
+    with pytest.raises(Declined, match="coverage value of a large component is no short decimal"):
+        lattice(half, 2.0, hint=[0], max_stores=1)         # the programme needs the coverage's exact grid
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=problems)
+def test_the_programme_keeps_exactly_the_stores_that_matter(case):
+    """A component's (cost, value) frontier from the dynamic programme is the enumeration's, filtered."""
+    p, budget = build(case)
+    step = objective_step(p, budget)
+    if step is None:
+        return
+    cost_ints, budget_int, _ = integer_costs(p, budget)
+    listed = component_stores(p, budget, step, cost_ints, budget_int, 10**6, 10**6)
+    programmed = component_stores(p, budget, step, cost_ints, budget_int, 1, 10**6)
+    assert listed.n_programmed == 0 and programmed.n_programmed == listed.n_components
+    assert listed.costs.tolist() == programmed.costs.tolist()
+    assert listed.values.tolist() == programmed.values.tolist()
+    assert listed.starts.tolist() == programmed.starts.tolist()
+    # each component's list: by cost, within the budget, each store worth more than every cheaper one
+    for c in range(listed.n_components):
+        v = listed.values[listed.starts[c]:listed.starts[c + 1]]
+        k = listed.costs[listed.starts[c]:listed.starts[c + 1]]
+        assert k[0] == 0 and v[0] == 0 and np.all(np.diff(k) > 0) and np.all(np.diff(v) > 0)
+        assert k[-1] <= budget_int
+
+
+@settings(max_examples=100, deadline=None)
+@given(case=problems, store_seed=st.integers(0, 10**6))
+def test_proofs_through_the_programme_are_never_wrong(case, store_seed):
+    p, budget = build(case)
+    best = brute_force(p, budget)
+    for store in (best.chosen, random_store(p, budget, store_seed)):
+        r = lattice(p, budget, hint=store, max_stores=1)       # every component through the programme
+        assert r.bound >= best.value - 1e-9
+        if r.status == "optimal":
+            assert r.value == pytest.approx(best.value, abs=1e-9)
 
 
 def test_bad_settings_and_stores_are_refused():
