@@ -286,3 +286,15 @@ def test_a_time_limit_stops_it_with_status_timeout():
     store = []                        # the empty store is feasible; the time limit comes first
     r = lattice(p, budget, hint=store, time_limit=1e-6)
     assert r.status == "timeout" and r.bound == math.inf and "time limit" in r.message
+
+
+def test_the_unspent_budget_is_followed_exactly_when_the_first_stage_cannot_decide():
+    """small_problem(3) at 35 %: a loss of 3/8 and unspent budget at 3/8 a unit could make the 1/2 shortfall of a
+    store one step better, but no choice of stores leaves that budget unspent: the second stage proves it."""
+    p, budget = build((3, "min1", 0, 1.0, 0.35))
+    best = brute_force(p, budget)
+    r = lattice(p, budget, hint=best.chosen)
+    proof = r.stats["lattice"]
+    assert r.status == "optimal" and r.value == best.value == 4.5
+    assert proof["costs_followed"] and proof["window"] == 0.5 and proof["losses"] == [["3/8", 1]]
+    assert "not with the budget the components' stores actually leave unspent" in r.message

@@ -86,6 +86,7 @@ class Proof:
     largest_component: int           # of them, in the largest component
     n_enumerated: int = 0            # stores enumerated (small components), before that filter
     n_programmed: int = 0            # components whose frontier came from the dynamic programme
+    costs_followed: bool = False     # the second stage (unspent budget followed exactly) decided
 
     def as_stats(self) -> dict:
         return {"proved": self.proved, "value": float(self.value), "bound": float(self.bound), "lagrangian_bound": float(self.lagrangian_bound),
@@ -94,6 +95,7 @@ class Proof:
                 "losses": [[str(v), n] for v, n in self.losses], "slack_loss": str(self.slack_loss),
                 "n_components": self.n_components, "n_stores": self.n_stores,
                 "n_enumerated": self.n_enumerated, "n_programmed": self.n_programmed,
+                "costs_followed": self.costs_followed,
                 "largest_component": self.largest_component}
 
     def explain(self, value: float) -> str:
@@ -110,6 +112,10 @@ class Proof:
         if self.proved:
             short = [self.window - k * self.grid_step for k in range(int(self.window / self.grid_step) + 1)]
             listed = ", ".join(_num(v) for v in short[:4]) + (", ..." if len(short) > 4 else "")
+            if self.costs_followed:
+                return (head + f"; a store worth more than {value:.10g} would fall short of it by {listed}; sums "
+                        f"of {within} can make that, but not with the budget the components' stores actually "
+                        "leave unspent (a table over loss and cost spent, exact): the store is optimal")
             return (head + f"; a store worth more than {value:.10g} would fall short of it by {listed}, and no sum "
                     f"of {within} makes such an amount: the store is optimal")
         return (head + f"; a store worth {_num(self.bound)} would fall short of it by "
@@ -229,7 +235,7 @@ def lattice_proof(problem: Problem, budget: float, store, *, price: Fraction | N
     found = prove(values, cost, starts, budget_int, v_hint, lam, max_window, deadline)
     if found is None:
         return None
-    reach_bound, window, losses, d_units, q = found
+    reach_bound, window, losses, d_units, q, followed = found
     unit = step / q                                  # one unit of the programme, in F
     return Proof(proved=reach_bound is None, value=step * v_hint,
                  bound=step * v_hint if reach_bound is None else reach_bound * step,
@@ -237,7 +243,7 @@ def lattice_proof(problem: Problem, budget: float, store, *, price: Fraction | N
                  cost_step=cost_step, window=window * unit,
                  losses=tuple((v * unit, n) for v, n in losses), slack_loss=lam.numerator * unit,
                  n_components=stores.n_components, n_stores=int(values.size), n_enumerated=stores.n_enumerated,
-                 n_programmed=stores.n_programmed,
+                 n_programmed=stores.n_programmed, costs_followed=followed,
                  largest_component=int(np.diff(starts).max()) if values.size else 0)
 
 

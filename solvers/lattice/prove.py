@@ -73,18 +73,22 @@ def exact_bound(values, cost, starts, budget: int, lam: Fraction):
 
 
 def prove(values, cost, starts, budget: int, v_hint: int, lam: Fraction, max_window: int, deadline: float):
-    """The reachability programme.  Returns None on the deadline, else ``(bound, window, losses, D, q)``:
-    ``bound`` None when no store beats the hint, else the highest value (grid steps) one might reach;
-    ``window``, ``D`` in units ``1 / q`` grid steps; ``losses`` the distinct component losses within the
-    window with how many components offer each."""
+    """The reachability programme.  Returns None on the deadline, else ``(bound, window, losses, D, q,
+    followed)``: ``bound`` None when no store beats the hint, else the highest value (grid steps) one might
+    reach; ``window``, ``D`` in units ``1 / q`` grid steps; ``losses`` the distinct component losses within the
+    window with how many components offer each; ``followed`` True when the second stage (the unspent budget
+    followed exactly, :func:`_with_costs`) decided.
+
+    The first stage lets the unspent budget be any amount (``p`` per step): a relaxation, cheap.  When it
+    finds a shortfall within reach, the second stage follows the cost each component's store spends."""
     _, best, r, q = exact_bound(values, cost, starts, budget, lam)
     p = lam.numerator
     d_units = p * budget + int(best.sum())
     window = d_units - q * (v_hint + 1)          # the shortfall of a store one grid step better
     if window < 0:
-        return None if time.perf_counter() > deadline else (None, window, (), d_units, q)
+        return None if time.perf_counter() > deadline else (None, window, (), d_units, q, False)
     if window > max_window:
-        return (d_units // q, window, (), d_units, q)
+        return (d_units // q, window, (), d_units, q, False)
     comp = np.repeat(np.arange(starts.size - 1), np.diff(starts))
     loss = best[comp] - r
     small = (loss > 0) & (loss <= window)
@@ -111,13 +115,66 @@ def prove(values, cost, starts, budget: int, v_hint: int, lam: Fraction, max_win
                 break
             reach = new
             if work > _MAX_WORK or time.perf_counter() > deadline:
-                return None if time.perf_counter() > deadline else (d_units // q, window, losses, d_units, q)
+                return None if time.perf_counter() > deadline else (d_units // q, window, losses, d_units, q, False)
     shift = p
     while 0 < shift <= window:                    # any number of unspent budget steps, p each
         reach[shift:] |= reach[:window + 1 - shift].copy()
         shift *= 2
     targets = window - q * np.arange(window // q + 1)      # shortfalls of stores 1, 2, ... steps better
     hit = np.flatnonzero(reach[targets])
+    followed = False
+    if hit.size:
+        # the unspent budget is no free amount: it is what the components' stores leave; follow it exactly
+        exact = _with_costs(loss, cost, comp, starts.size - 1, window, budget, p, targets, deadline)
+        if exact is not None:
+            hit, followed = exact, True
     if hit.size == 0:
-        return (None, window, losses, d_units, q)
-    return (v_hint + 1 + int(hit.max()), window, losses, d_units, q)
+        return (None, window, losses, d_units, q, followed)
+    return (v_hint + 1 + int(hit.max()), window, losses, d_units, q, followed)
+
+
+#: the most cells the second stage's table (losses x cost) may have
+_MAX_CELLS = 50_000_000
+
+
+def _with_costs(loss, cost, comp, n_comp: int, window: int, budget: int, p: int, targets, deadline: float):
+    """The second stage: which of the ``targets`` shortfalls a store can make when the unspent budget is what
+    its components' stores leave, ``budget - sum of their costs`` (the first stage lets it be any amount).
+    Every component picks one of its stores within the window; one with a single such store spends its cost
+    whatever the store.  A table over (loss so far, cost so far) decides it exactly.  Returns the indices of
+    the reachable targets, or None when the table or its work would be too large or the deadline passes."""
+    within = loss <= window
+    ell, c, k = loss[within], cost[within], comp[within]
+    options = np.bincount(k, minlength=n_comp)
+    single = options[k] == 1
+    room = budget - int(c[single].sum())
+    if room < 0:                                  # the stores every component must keep already overspend
+        return np.zeros(0, dtype=np.int64)
+    ell, c, k = ell[~single], c[~single], k[~single]
+    cells = (window + 1) * (room + 1)
+    if cells > _MAX_CELLS or cells * max(ell.size, 1) > _MAX_WORK:
+        return None
+    table = np.zeros((window + 1, room + 1), dtype=bool)
+    table[0, 0] = True
+    cut = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if k.size else np.zeros(0, np.int64)
+    for a, b in zip(cut.tolist(), np.r_[cut[1:], k.size].tolist()):
+        if time.perf_counter() > deadline:
+            return None
+        new = np.zeros_like(table)
+        for li, ci in zip(ell[a:b].tolist(), c[a:b].tolist()):
+            if ci <= room:
+                new[li:, ci:] |= table[:window + 1 - li, :room + 1 - ci]
+        table = new
+    hits = []
+    for i, short in enumerate(targets.tolist()):
+        if p == 0:                       # unspent budget loses nothing: the loss alone, at any cost spent
+            if table[short].any():
+                hits.append(i)
+            continue
+        # a loss l of the components and s unspent steps with l + p s = short, s = room - (cost spent) >= 0
+        for li in range(0, min(short, window) + 1):
+            rest = short - li
+            if rest % p == 0 and rest // p <= room and table[li, room - rest // p]:
+                hits.append(i)
+                break
+    return np.array(hits, dtype=np.int64)
