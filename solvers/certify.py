@@ -14,7 +14,7 @@ from .problem import Problem
 from .result import Result, check_budget, make_result
 from .settings import TIME_LIMIT
 
-__all__ = ["Certification", "CERT_RTOL", "agree", "compare_results", "run_rescaled", "certify"]
+__all__ = ["Certification", "CERT_RTOL", "agree", "refutation", "compare_results", "run_rescaled", "certify"]
 
 #: relative tolerance within which two proven optima must agree
 CERT_RTOL = 1e-6
@@ -58,6 +58,41 @@ def agree(a: float, b: float, rtol: float = CERT_RTOL) -> bool:
     return abs(a - b) <= rtol * max(abs(a), abs(b))
 
 
+def refutation(problem: Problem, budget: float, claimed: Result, *others: Result, rtol: float = CERT_RTOL) -> str:
+    """Why the bound ``claimed`` proves is wrong, or ``""``: a store of one of ``others``, feasible on
+    the exact numbers and evaluated exactly, worth more than that bound (beyond ``rtol``, :func:`agree`).
+
+    A feasible store is a lower bound on OPT that needs no trust in the method that found it, so it
+    refutes any claim below it: a back-end whose "optimal" is refuted has a wrong proof (SCIP 10.0 with a
+    feasibility tolerance below its epsilon returned such proofs: ``docs/backends.md``).
+
+    Examples
+    --------
+    >>> import time
+    >>> p = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [0, 1], [0.5, 0.5]], [1.0, 2.0])
+    >>> right = make_result(p, 4, method="a", settings={}, chosen=[1, 2], status="optimal", bound=None,
+    ...                     started=time.perf_counter())
+    >>> wrong = make_result(p, 4, method="b", settings={}, chosen=[2], status="optimal", bound=None,
+    ...                     started=time.perf_counter())
+    >>> refutation(p, 4, wrong, right)
+    "b's proof is refuted: a's store, feasible on the exact numbers, is worth 2.5, more than the bound b proves (1.5)"
+    >>> refutation(p, 4, right, wrong)
+    ''
+    """
+    claim = claimed.bound
+    if not math.isfinite(claim):
+        return ""
+    for other in others:
+        if other is claimed or infeasibility(problem, other.chosen, budget):
+            continue
+        worth = evaluate(problem, other.chosen)
+        if worth > claim and not agree(worth, claim, rtol):
+            what = "proof" if claimed.status == "optimal" else "bound"
+            return (f"{claimed.method}'s {what} is refuted: {other.method}'s store, feasible on the exact numbers, "
+                    f"is worth {worth:.10g}, more than the bound {claimed.method} proves ({claim:.10g})")
+    return ""
+
+
 def compare_results(problem: Problem, budget: float, *results: Result, rtol: float = CERT_RTOL) -> Certification:
     """Check independent results against each other and against the problem itself."""
     reasons = []
@@ -83,6 +118,7 @@ def compare_results(problem: Problem, budget: float, *results: Result, rtol: flo
     proved = all(r.status == "optimal" for r in results)
     if proved and values and not agree(max(values), min(values), rtol):
         reasons.append("values disagree: " + ", ".join(f"{r.method}={r.value:.10g}" for r in results))
+    reasons.extend(why for why in (refutation(problem, budget, r, *results, rtol=rtol) for r in results) if why)
     return Certification(certified=not reasons, value=best, results=tuple(results), rtol=rtol, reasons=reasons)
 
 

@@ -23,7 +23,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from .certify import CERT_RTOL, Certification, compare_results, run_rescaled
+from .certify import CERT_RTOL, Certification, compare_results, refutation, run_rescaled
 from .milp import BACKENDS, installed_backends
 from .problem import Problem
 from .registry import HINTED, get_method, method_settings, stamp_result
@@ -75,7 +75,7 @@ class Attempt:
     ``outcome``: ``proved`` (it proved an optimum: the comparison decides), ``timeout`` (its time
     limit stopped it), ``overran`` (it did not stop at its time box and was stopped: no result),
     ``not proven`` (it stopped without a proof for another reason), ``declined``, ``failed`` (a
-    solver failure on valid data) or ``unavailable`` (not installed).  ``detail`` is the store and
+    solver failure on valid data, or a proof the method's store refutes: :func:`~memaudit_solvers.certify.refutation`) or ``unavailable`` (not installed).  ``detail`` is the store and
     bound of a run without a proof, or the caller's text for one without a result; ``error`` the
     exception of a run without a result.
     """
@@ -231,6 +231,12 @@ def certify_result(problem: Problem, budget: float, result: Result, backends: Se
             attempts.append(Attempt(name, outcome, time.perf_counter() - t, limit, text, again, error=exc))
             return ("timeout" if outcome == "overran" else outcome), None, text
         seconds = time.perf_counter() - t
+        wrong = refutation(problem, budget, r, result, rtol=rtol) if r.status == "optimal" else ""
+        if wrong:   # a proof the method's store contradicts: a back-end failure, the next one runs
+            refuted = SolverError(wrong)
+            attempts.append(Attempt(name, "failed", seconds, limit, explain(name, "failed", refuted), again,
+                                    error=refuted))
+            return "failed", r, ""
         outcome = "proved" if r.status == "optimal" else ("timeout" if r.status == "timeout" else "not proven")
         attempts.append(Attempt(name, outcome, seconds, limit, "" if outcome == "proved" else _short(r), again))
         return outcome, r, ""

@@ -95,14 +95,16 @@ def test_a_suboptimal_feasible_store_is_not_certified():
 
 
 def test_two_claimed_optima_that_disagree_are_not_certified():
-    """Each result is self-consistent and 'optimal'; only the disagreement gives it away."""
+    """Each result is self-consistent and 'optimal'; only the disagreement gives it away, and the better
+    store, feasible on the exact numbers, says which proof is wrong."""
     problem, budget = PROBLEMS["tiny-min1"]
     best = branch_and_bound(problem, budget)
     liar = dataclasses.replace(fake(problem, budget, best.chosen[:-1], method="liar"), status="optimal")
     c = compare_results(problem, budget, best, liar)
     assert not c.certified
-    assert len(c.reasons) == 1 and c.reasons[0].startswith("values disagree: bnb="), c.reasons
+    assert len(c.reasons) == 2 and c.reasons[0].startswith("values disagree: bnb="), c.reasons
     assert "liar=" in c.reasons[0]
+    assert c.reasons[1].startswith("liar's proof is refuted: bnb's store, feasible on the exact numbers, is worth ")
 
 
 def test_a_reported_value_is_re_evaluated():

@@ -66,6 +66,35 @@ def test_a_decline_a_failure_and_an_overrun_fall_through_to_the_back_end_that_pr
     assert isinstance(out.attempts[0].error, Declined) and out.declined == ""
 
 
+def wrong_proof(name):
+    """A back-end that claims OPT = 1.5 for the store [2]: the method's store (2.5) refutes it."""
+    return make_result(P, B, method=name, settings={}, chosen=[2], status="optimal", bound=None,
+                       started=time.perf_counter())
+
+
+def test_a_proof_the_methods_store_refutes_is_a_failure_and_the_next_back_end_runs():
+    out = loop(Script(a=wrong_proof("a"), b="proves"), ["a", "b"])
+    assert out.backend == "b" and out.certification.certified
+    assert [(a.backend, a.outcome, a.counted) for a in out.attempts] == [("a", "failed", False), ("b", "proved", True)]
+    assert out.attempts[0].line() == ("a failed: a's proof is refuted: bnb's store, feasible on the exact numbers, "
+                                      "is worth 2.5, more than the bound a proves (1.5)")
+    assert isinstance(out.attempts[0].error, SolverError)
+
+
+def test_a_refuted_proof_left_alone_fails_the_certification_and_says_which_proof_is_wrong():
+    out = loop(Script(a=wrong_proof("a")), ["a"])
+    assert out.backend == "a" and not out.certification.certified
+    assert out.certification.reasons == ["values disagree: bnb=2.5, a=1.5",
+                                         "a's proof is refuted: bnb's store, feasible on the exact numbers, is worth "
+                                         "2.5, more than the bound a proves (1.5)"]
+
+
+def test_a_method_proof_the_back_ends_store_refutes_is_named():
+    out = certify_result(P, B, wrong_proof("bnb"), ["a"], runner=Script(a="proves"))
+    assert not out.certification.certified and out.attempts[0].outcome == "proved"
+    assert out.certification.reasons[-1].startswith("bnb's proof is refuted: brute's store")
+
+
 def test_without_warm_start_no_hint_reaches_the_back_ends():
     script = Script(a="proves")
     loop(script, ["a"], warm_start=False)

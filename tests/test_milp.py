@@ -464,3 +464,20 @@ def test_integral_y_off_above_the_cap_gives_the_same_opt(method, monkeypatch):
         monkeypatch.undo()
         assert on.stats["integral_y"] and not off.stats["integral_y"]
         assert on.value == pytest.approx(off.value, rel=1e-12) == oracle(problem, budget).value
+
+
+@pytest.mark.skipif("milp-scip" not in METHODS, reason="PySCIPOpt is not installed")
+@pytest.mark.parametrize("seed, frac, opt", [(0, 0.10, 449.5), (4, 0.25, 876.5)])
+def test_scip_proves_the_true_optimum_of_validity_streams_it_once_got_wrong(seed, frac, opt):
+    """With a feasibility tolerance of 1e-10 (below SCIP's epsilon) SCIP 10.0 proved 449.0 and 876.0 here;
+    bnb, HiGHS, CBC and CP-SAT prove the optima below (bnb's is asserted too, so the number is not ours)."""
+    from memaudit.generators import generate
+    from memaudit.package import compile_package
+    from memaudit_solvers.bnb import branch_and_bound
+
+    pkg = generate("validity", seed, entities=8, attributes=8, min_updates=9, max_updates=9)
+    p = compile_package(pkg).problem
+    budget = frac * p.stream_cost()
+    scip = BACKENDS["milp-scip"](p, budget, time_limit=120)
+    assert branch_and_bound(p, budget, time_limit=120).value == opt
+    assert scip.status == "optimal" and scip.value == opt
