@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from memaudit_solvers.problem import Problem, breakpoint_pieces, min_cap_pieces
-from memaudit_solvers.random_problems import random_problem
+from memaudit_solvers.random_problems import random_problem, summary_problem
 
 __all__ = ["FAMILIES", "QUICK_FAMILY_SIZES", "DEFAULT_SIZES", "QUICK_SIZES", "DEFAULT_FRACS", "HARD_SIZES",
            "HARD_FRACS", "make_problem", "with_h", "side_by_side"]
@@ -30,10 +30,13 @@ FAMILIES = {
     "validity": ("n streams of the `validity` generator (8 entities x 8 attributes, 9 updates each, "
                  "seeds seed*n .. seed*n+n-1) side by side, about 780 experiences per stream", (1, 3),
                  HARD_FRACS),
+    "summaries": ("`summary_problem(n, seed)`: 1-3 units per experience, partial coverage (two decimals), "
+                  "real weights, summaries over a window of 6 experiences (one coupled component)",
+                  (50, 100, 200), HARD_FRACS),
 }
 #: the sizes of ``--quick``
 QUICK_FAMILY_SIZES = {"random": QUICK_SIZES, "restate": (200,), "restate-pwl": (200,), "restate-cap": (200,),
-                      "validity": (1,)}
+                      "validity": (1,), "summaries": (50,)}
 
 
 def with_h(p: Problem, slopes, intercepts) -> Problem:
@@ -72,6 +75,8 @@ def make_problem(family: str, n: int, seed: int) -> Problem:
         raise ValueError(f"unknown family {family!r}; valid: {', '.join(FAMILIES)}")
     if family == "random":
         return random_problem(n, seed)
+    if family == "summaries":
+        return summary_problem(n, seed)
     if family == "validity":
         return side_by_side([validity_stream(seed * n + i) for i in range(n)])
     p = random_problem(n, seed, restate=0.8)

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 
 from .problem import Problem
 
-__all__ = ["random_problem", "tiny_problem"]
+__all__ = ["random_problem", "summary_problem", "tiny_problem"]
 
 #: candidate kinds of :func:`random_problem`, by code
 _KINDS = ("raw", "fact", "update", "tombstone", "summary")
@@ -99,6 +99,79 @@ def random_problem(n_experiences: int, seed: int, *, restate: float = 0.15, upda
     cov = sp.csr_array((vals, (rows, cols)), shape=(groups.size, n_units))
     kinds = [_KINDS[k] for k in kind_codes.tolist()]
     return Problem.build(costs, groups, cov, weights, n_groups=n, kinds=kinds)
+
+
+def summary_problem(n_experiences: int, seed: int, *, window: int = 6, restate: float = 0.3,
+                    coverage_decimals: int = 2) -> Problem:
+    """A random problem whose summaries tie a sliding window of experiences together.
+
+    Unlike :func:`random_problem` (one value per experience, coverage 0.5 or
+    1.0, integer weights), each experience states 1-3 units (each, with
+    probability ``restate``, an earlier unit again), and its candidates are a
+    ``raw`` span (cost 20-60 words, covers its units with 1.0), one ``fact``
+    per unit (10-30 % of the raw cost, coverage 0.3-1.0), a compound
+    ``update`` over all its units when it has several (30-60 %, coverage
+    0.5-1.0 each), and half the time a ``summary`` (30-80 %) covering 2-5
+    units of the last ``window`` experiences with 0.2-0.7 each.  Costs are
+    whole words, coverage has ``coverage_decimals`` decimals, weights are
+    0.5-3.0 with three decimals; ``h = min(1, z)``.  The summaries chain the
+    whole stream into one coupled component of path width about ``window``,
+    and the partial coverage leaves the objective on no usable grid.
+
+    Examples
+    --------
+    >>> p = summary_problem(40, seed=3)
+    >>> p.n_groups, bool((p.costs == p.costs.round()).all())
+    (40, True)
+    >>> summary_problem(40, seed=3).coverage.toarray().tolist() == p.coverage.toarray().tolist()
+    True
+    """
+    rng = np.random.default_rng(seed)
+    n = int(n_experiences)
+    costs: list[float] = []
+    groups: list[int] = []
+    kinds: list[str] = []
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    stated: list[list[int]] = []     # the units of each experience
+    n_units = 0
+
+    def add(group: int, kind: str, cost: float, cover: dict[int, float]) -> None:
+        row = len(costs)
+        costs.append(float(max(1, round(cost))))
+        groups.append(group)
+        kinds.append(kind)
+        for unit, a in cover.items():
+            rows.append(row)
+            cols.append(unit)
+            vals.append(round(a, coverage_decimals))
+
+    for e in range(n):
+        units: set[int] = set()
+        for _ in range(int(rng.integers(1, 4))):
+            if n_units and rng.random() < restate:
+                units.add(int(rng.integers(0, n_units)))
+            else:
+                units.add(n_units)
+                n_units += 1
+        mine = sorted(units)
+        stated.append(mine)
+        raw = float(rng.uniform(20, 60))
+        add(e, "raw", raw, {u: 1.0 for u in mine})
+        for u in mine:
+            add(e, "fact", raw * rng.uniform(0.1, 0.3), {u: float(rng.uniform(0.3, 1.0))})
+        if len(mine) > 1:
+            add(e, "update", raw * rng.uniform(0.3, 0.6), {u: float(rng.uniform(0.5, 1.0)) for u in mine})
+        if e and rng.random() < 0.5:
+            pool = sorted({u for earlier in stated[max(0, e - window):e + 1] for u in earlier})
+            picked = rng.choice(pool, size=min(len(pool), int(rng.integers(2, 6))), replace=False)
+            add(e, "summary", raw * rng.uniform(0.3, 0.8),
+                {int(u): float(rng.uniform(0.2, 0.7)) for u in picked})
+    weights = np.round(rng.uniform(0.5, 3.0, size=n_units), 3)
+    cov = sp.csr_array((vals, (rows, cols)), shape=(len(costs), n_units))
+    return Problem.build(np.array(costs), np.array(groups, dtype=np.int64), cov, weights,
+                         n_groups=n, kinds=kinds)
 
 
 def tiny_problem(seed: int, *, n_candidates: int = 10, n_units: int = 5, pieces: str = "min1") -> Problem:

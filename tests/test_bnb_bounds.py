@@ -33,3 +33,18 @@ def test_root_bound_is_at_least_opt_on_coupled_problems(n, seed, frac, pwl, kwar
     assert root >= opt - 1e-9 * max(1.0, opt)
     if r.stats.get("root_lp_value", math.nan) == r.stats.get("root_lp_value"):   # an LP ran at the root
         assert r.stats["root_lp_value"] >= opt - 1e-7 * max(1.0, opt)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(3, 7), st.integers(0, 10**6), st.sampled_from([0.05, 0.1, 0.25, 0.5]))
+def test_bnb_is_exact_on_windowed_summary_problems(n, seed, frac):
+    """Partial coverage, real weights and summaries over a window (no objective grid)."""
+    from memaudit_solvers.random_problems import summary_problem
+
+    p = summary_problem(n, seed)
+    budget = frac * p.stream_cost()
+    opt = brute_force(p, budget).value
+    r = branch_and_bound(p, budget)
+    assert r.status == "optimal" and r.value == pytest.approx(opt, rel=1e-9, abs=1e-12)
+    root = r.stats["root_bound"] if r.stats["nodes"] else r.bound
+    assert root >= opt - 1e-9 * max(1.0, opt)
