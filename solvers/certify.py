@@ -93,6 +93,27 @@ def refutation(problem: Problem, budget: float, claimed: Result, *others: Result
     return ""
 
 
+def _proved_by_one(results: Sequence[Result], rtol: float) -> list[str]:
+    """What a single proof still shows when the other result has none: for a result that did not prove
+    optimality, the proved optimum of another and whether its store attains it (one proof, so the pair
+    stays uncertified)."""
+    out = []
+    for r in results:
+        if r.status == "optimal":
+            continue
+        for other in results:
+            if other is r or other.status != "optimal":
+                continue
+            if agree(r.value, other.value, rtol):
+                out.append(f"{other.method} alone proves the optimum {other.value:.10g}, which {r.method}'s store "
+                           f"attains: the store is optimal by one proof, not two")
+            else:
+                out.append(f"{other.method} alone proves the optimum {other.value:.10g}; {r.method}'s store is "
+                           f"worth {r.value:.10g}")
+            break
+    return out
+
+
 def compare_results(problem: Problem, budget: float, *results: Result, rtol: float = CERT_RTOL) -> Certification:
     """Check independent results against each other and against the problem itself."""
     reasons = []
@@ -119,6 +140,7 @@ def compare_results(problem: Problem, budget: float, *results: Result, rtol: flo
     if proved and values and not agree(max(values), min(values), rtol):
         reasons.append("values disagree: " + ", ".join(f"{r.method}={r.value:.10g}" for r in results))
     reasons.extend(why for why in (refutation(problem, budget, r, *results, rtol=rtol) for r in results) if why)
+    reasons.extend(_proved_by_one(results, rtol))
     return Certification(certified=not reasons, value=best, results=tuple(results), rtol=rtol, reasons=reasons)
 
 

@@ -265,3 +265,20 @@ def test_a_bound_of_none_is_the_value_only_for_an_optimal_result():
     with pytest.raises(ValueError, match="a bound of None is only for status 'optimal'; got status 'feasible'"):
         make_result(problem, budget, method="m", settings={}, chosen=best.chosen, status="feasible", bound=None,
                     started=0.0)
+
+
+def test_a_single_proof_is_named_but_does_not_certify():
+    """bnb timed out holding the optimum a MILP proves: not certified, and the report says the store is optimal."""
+    p = Problem.build([2, 3, 1], [0, 0, 1], [[1, 0], [0, 1], [0.5, 0.5]], [1.0, 2.0])
+    proved = make_result(p, 4, method="milp-highs", settings={}, chosen=[1, 2], status="optimal", bound=None,
+                         started=time.perf_counter())
+    held = dataclasses.replace(proved, method="bnb", status="timeout", bound=3.0)
+    worse = make_result(p, 4, method="bnb", settings={}, chosen=[2], status="timeout", bound=3.0,
+                        started=time.perf_counter())
+    c = compare_results(p, 4, held, proved)
+    assert not c.certified
+    assert ("milp-highs alone proves the optimum 2.5, which bnb's store attains: the store is optimal by one "
+            "proof, not two") in c.reasons
+    c = compare_results(p, 4, worse, proved)
+    assert not c.certified and "milp-highs alone proves the optimum 2.5; bnb's store is worth 1.5" in c.reasons
+    assert not any("alone proves" in r for r in compare_results(p, 4, proved, proved).reasons)
