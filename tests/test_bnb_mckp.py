@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from memaudit_solvers.bnb import branch_and_bound
 from memaudit_solvers.bnb.mckp import kept_mckp, mckp_table
 from memaudit_solvers.bnb.treedp import TREE_LIMIT, component_frontier, frontiers
-from memaudit_solvers.bruteforce import brute_force
 from memaudit_solvers.problem import Problem, breakpoint_pieces, min_cap_pieces
 from memaudit_solvers.random_problems import random_problem, tiny_problem
+from test_bnb_bounds import assert_exact_with_valid_root
 from test_bnb_treedp import brute_frontier, components
 
 
@@ -119,24 +119,14 @@ def test_a_component_over_its_limit_gives_none_and_the_others_still_finish():
        st.sampled_from([{}, {"max_combos": 1}, {"max_combos": 1, "tree_limit": 0}]))
 def test_root_bound_is_at_least_opt_on_tiny_problems(seed, pieces, frac, kwargs):
     p = tiny_problem(seed, n_candidates=10, n_units=4, pieces=pieces)
-    budget = frac * float(p.costs.sum())
-    opt = brute_force(p, budget).value
-    r = branch_and_bound(p, budget, **kwargs)
-    assert r.status == "optimal" and r.value == pytest.approx(opt, rel=1e-9, abs=1e-12)
-    root = r.stats["root_bound"] if r.stats["nodes"] else r.bound
-    assert root >= opt - 1e-9 * max(1.0, opt)
+    assert_exact_with_valid_root(p, frac * float(p.costs.sum()), **kwargs)
 
 
 @settings(max_examples=25, deadline=None)
 @given(st.integers(3, 6), st.integers(0, 10**6), st.sampled_from([0.05, 0.1, 0.25, 0.5]))
 def test_root_bound_is_at_least_opt_with_capped_h(n, seed, frac):
     p = with_h(random_problem(n, seed, restate=0.8), "cap")
-    budget = frac * p.stream_cost()
-    opt = brute_force(p, budget).value
-    r = branch_and_bound(p, budget)
-    assert r.status == "optimal" and r.value == pytest.approx(opt, rel=1e-9, abs=1e-12)
-    root = r.stats["root_bound"] if r.stats["nodes"] else r.bound
-    assert root >= opt - 1e-9 * max(1.0, opt)
+    assert_exact_with_valid_root(p, frac * p.stream_cost())
 
 
 def test_a_table_with_more_than_256_options_in_a_group_keeps_their_indices():
