@@ -72,12 +72,27 @@ class NodeLP:
         self.n_groups = p.n_groups
         self.x_idx = np.arange(n_x, dtype=np.int32)
         self.g_idx = np.arange(self.group_row0, self.group_row0 + p.n_groups, dtype=np.int32)
+        self.cut_row0 = self.group_row0 + p.n_groups
+        self.n_cuts = 0
+
+    def add_cuts(self, unit: np.ndarray, gamma: np.ndarray, alpha: sp.csr_array) -> None:
+        """Add the rows ``y_unit - alpha . x <= gamma`` (cuts of :mod:`memaudit_solvers.bnb.cuts`)."""
+        n = int(unit.size)
+        if n == 0:
+            return
+        rows = sp.csr_array(sp.hstack([-alpha, sp.csr_array((np.ones(n), (np.arange(n), unit)),
+                                                            shape=(n, self.n_y))]))
+        self.h.addRows(n, np.full(n, -self.hs.kHighsInf), np.asarray(gamma, dtype=float),
+                       rows.nnz, rows.indptr.astype(np.int32), rows.indices.astype(np.int32),
+                       rows.data.astype(float))
+        self.n_cuts += n
 
     def solve(self, lower: np.ndarray, upper: np.ndarray, group_lower: np.ndarray):
         """Re-solve with these candidate bounds and group-row lower bounds.
 
-        Returns ``(mu, x, value)``: unit prices (from the piece rows' duals), the candidates'
-        LP values and the LP value, or None when HiGHS does not report an optimum.
+        Returns ``(mu, pi, x, y, value)``: unit prices (from the piece rows' duals), the cut rows'
+        multipliers (their duals), the candidates' and the units' LP values and the LP value, or
+        None when HiGHS does not report an optimum.
         """
         h = self.h
         h.changeColsBounds(self.n_x, self.x_idx, lower.astype(float), upper.astype(float))
@@ -89,8 +104,11 @@ class NodeLP:
         if h.getModelStatus() != self.hs.HighsModelStatus.kOptimal:
             return None
         sol = h.getSolution()
-        duals = np.maximum(-np.asarray(sol.row_dual)[: self.n_pieces], 0.0) * self.w_scale
+        row_dual = np.asarray(sol.row_dual)
+        duals = np.maximum(-row_dual[: self.n_pieces], 0.0) * self.w_scale
         mu = np.zeros(self.n_y)
         np.add.at(mu, self.rows_r, self.slope * duals)
+        pi = np.maximum(-row_dual[self.cut_row0:self.cut_row0 + self.n_cuts], 0.0) * self.w_scale
         value = -h.getInfo().objective_function_value * self.w_scale
-        return mu, np.asarray(sol.col_value)[: self.n_x], value
+        col = np.asarray(sol.col_value)
+        return mu, pi, col[: self.n_x], col[self.n_x:], value

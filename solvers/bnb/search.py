@@ -13,6 +13,7 @@ import numpy as np
 from ..objective import budget_slack, coverage_sums, evaluate, unit_values
 from ..problem import Problem
 from .bound import lagrangian_min, residual_conjugate, right_slopes
+from .cuts import MIN_GAIN, ROUNDS, Cuts, separate
 from .grid import cost_step, objective_grid
 from .mckp import kept_mckp
 from .nodelp import NodeLP
@@ -77,7 +78,9 @@ class Search:
         self.n_opts = self.opt_cand.size
         self.group_present = np.zeros(problem.n_groups, dtype=bool)
         self.group_present[groups_present] = True
-        self.node_lp = None          # the persistent HiGHS LP, built at the first LP solve
+        self.node_lp: NodeLP | None = None        # the persistent HiGHS LP, built at the first LP solve
+        self.cuts = Cuts(problem.n_candidates)   # separated at the root, kept in the node LP
+        self.cut_units = np.flatnonzero(~exact_units)
         # a restarted search keeps the first grid: its incumbent lies on that one
         self.delta = objective_grid(problem) if delta is None else delta
         self.survivors: np.ndarray | None = None
@@ -88,7 +91,7 @@ class Search:
         self.inc_store = np.zeros(0, dtype=np.int64)
         self.stats = {"nodes": 0, "lp_solves": 0, "dp_solves": 0, "pruned": 0, "fixed_by_reduced_cost": 0,
                       "incumbent_updates": 0, "root_bound": math.inf, "root_lp_value": math.nan,
-                      "grid_step": self.delta, "cost_step": self.cost_step}
+                      "grid_step": self.delta, "cost_step": self.cost_step, "cuts": 0, "cut_rounds": 0}
 
     # -- pruning rule -----------------------------------------------------
     def can_prune(self, ub) -> bool | np.ndarray:
@@ -120,8 +123,15 @@ class Search:
         return int(math.floor((rest + self.slack) / self.cost_step))
 
     # -- node analysis ----------------------------------------------------
-    def analyse(self, allowed, mu_in):
-        """Lagrangian bound of a node; None when the node has no feasible store."""
+    def analyse(self, allowed, prices):
+        """Lagrangian bound of a node from ``prices = (mu, pi)``; None when the node has no feasible store.
+
+        ``mu`` prices the units' coverage and ``pi`` the cuts (:mod:`memaudit_solvers.bnb.cuts`;
+        None: no cut used).  A unit r whose cuts carry ``Pi_r`` keeps the weight ``w_r - Pi_r`` in the
+        conjugate; each cut adds ``pi_k (gamma_k + alpha_k . x)``: its part on the store to the
+        constant, its ``alpha`` to the free candidates' profits.
+        """
+        mu_in, pi_in = prices
         p = self.p
         counts = np.bincount(self.opt_group[allowed], minlength=p.n_groups)
         decided = allowed & (counts[self.opt_group] == 1)
@@ -132,13 +142,23 @@ class Search:
         if rest < -self.slack:
             return None
         sums = coverage_sums(p, store)
-        f_store = float(unit_values(p, sums).sum())
-        slope_hi = p.weights * right_slopes(p, sums)
-        slope_lo = p.weights * p.h_slopes.min(axis=1)
+        values = unit_values(p, sums)
+        f_store = float(values.sum())
+        pi, cut_w = self.cuts.multipliers(pi_in, p.weights)
+        w = p.weights - cut_w
+        slope_hi = w * right_slopes(p, sums)
+        slope_lo = w * p.h_slopes.min(axis=1)
         mu = np.clip(np.where(self.exact_units, np.inf, mu_in), slope_lo, slope_hi)
-        const = f_store + float(residual_conjugate(p, sums, mu).sum())
+        const = f_store + float(residual_conjugate(p, sums, mu, weights=w).sum())
+        cut_profit = None
+        if pi.any():
+            with np.errstate(invalid="ignore", divide="ignore"):
+                h_store = np.where(p.weights > 0, values / p.weights, 0.0)
+            on_store = self.cuts.gamma + self.cuts.alpha[:, store].sum(axis=1)
+            const += float(pi @ on_store) - float(cut_w @ h_store)
+            cut_profit = self.cuts.alpha.T @ pi
         free_idx = np.flatnonzero(free)
-        info = {"ub": f_store, "store": store, "free_idx": free_idx, "mu": mu, "sums": sums,
+        info = {"ub": f_store, "store": store, "free_idx": free_idx, "mu": mu, "prices": (mu, pi), "sums": sums,
                 "rest": rest, "f_store": f_store, "const": const}
         if free_idx.size == 0:
             return info
@@ -146,6 +166,8 @@ class Search:
         real = oc >= 0
         profit = np.zeros(free_idx.size)
         profit[real] = p.coverage[oc[real]] @ mu
+        if cut_profit is not None:
+            profit[real] += cut_profit[oc[real]]
         cost = self.opt_cost[free_idx]
         grp = self.opt_group[free_idx]
         starts = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]])
@@ -190,8 +212,13 @@ class Search:
         info["ub"] = min(info["ub"], max(info["const"] + value, left_out))
 
     # -- LP relaxation of a node: used only to propose unit prices --------
-    def lp_prices(self, info, allowed):
-        """Solve the node's LP relaxation; return (prices mu, x of free options, LP value) or None."""
+    def lp_prices(self, info, allowed, separate_cuts: bool = False):
+        """Solve the node's LP relaxation; return (prices (mu, pi), x of free options, LP value) or None.
+
+        With ``separate_cuts`` (the root), rounds of :func:`memaudit_solvers.bnb.cuts.separate` add
+        the cuts the LP point violates and re-solve, at most :data:`cuts.ROUNDS` times, while a round
+        raises the LP value by at least :data:`cuts.MIN_GAIN` of it.
+        """
         p = self.p
         if self.node_lp is None:
             self.node_lp = NodeLP(p, self.budget)
@@ -204,18 +231,37 @@ class Search:
         none_allowed[self.opt_group[allowed & ~real]] = True
         group_lower = (self.group_present & ~none_allowed).astype(float)
         self.stats["lp_solves"] += 1
-        out = self.node_lp.solve(lower, upper, group_lower)
+        node_lp = self.node_lp
+        out = node_lp.solve(lower, upper, group_lower)
         if out is None:
             return None
-        mu, x, value = out
+        for _ in range(ROUNDS if separate_cuts and self.cut_units.size else 0):
+            mu, pi, x, y, value = out
+            if self.out_of_time():
+                break
+            unit, gamma, alpha = separate(p, x, y, self.cut_units)
+            if unit.size == 0:
+                break
+            self.cuts.extend(unit, gamma, alpha)
+            node_lp.add_cuts(unit, gamma, alpha)
+            self.stats["cuts"] += int(unit.size)
+            self.stats["cut_rounds"] += 1
+            self.stats["lp_solves"] += 1
+            new = node_lp.solve(lower, upper, group_lower)
+            if new is None:
+                break
+            out = new
+            if value - new[-1] < MIN_GAIN * abs(value):
+                break
+        mu, pi, x, _, value = out
         oc = self.opt_cand[info["free_idx"]]
         x_opt = np.zeros(oc.size)
         x_opt[oc >= 0] = x[oc[oc >= 0]]
-        return mu, x_opt, value
+        return (mu, pi), x_opt, value
 
-    def bound(self, allowed, mu, dp: bool = True):
+    def bound(self, allowed, prices, dp: bool = True):
         """Analyse a node: Lagrangian bound, rounding, then (if ``dp``) the DP bound; None if closed."""
-        info = self.analyse(allowed, mu)
+        info = self.analyse(allowed, prices)
         if info is None:
             return None
         if info["free_idx"].size == 0:
@@ -282,11 +328,11 @@ class Search:
         counter = itertools.count()
         plunge = None
 
-        def push(allowed, mu, ub, is_root=False):
+        def push(allowed, prices, ub, is_root=False):
             # largest bound first; among equal bounds the node pushed last (the preferred child)
-            heapq.heappush(heap, (-ub, -next(counter), (allowed, mu, ub, is_root)))
+            heapq.heappush(heap, (-ub, -next(counter), (allowed, prices, ub, is_root)))
 
-        push(np.ones(self.n_opts, dtype=bool), mu0, math.inf, True)
+        push(np.ones(self.n_opts, dtype=bool), (mu0, None), math.inf, True)
         while heap or plunge is not None:
             if self.stats["nodes"]:
                 open_bound = max(-heap[0][0] if heap else -math.inf, plunge[2] if plunge is not None else -math.inf)
@@ -294,26 +340,26 @@ class Search:
                     return open_bound
                 self.report(open_bound)
             if plunge is not None:
-                (allowed, mu, parent_ub, is_root), plunge = plunge, None
+                (allowed, prices, parent_ub, is_root), plunge = plunge, None
             else:
-                allowed, mu, parent_ub, is_root = heapq.heappop(heap)[2]
+                allowed, prices, parent_ub, is_root = heapq.heappop(heap)[2]
             if self.can_prune(parent_ub):
                 self.stats["pruned"] += 1
                 continue
             self.stats["nodes"] += 1
             lp_wanted = self.use_lp and (root_lp if is_root else node_lp)
-            info = self.bound(allowed, mu, dp=not lp_wanted)     # with an LP, the DP waits for its prices
+            info = self.bound(allowed, prices, dp=not lp_wanted)     # with an LP, the DP waits for its prices
             lp_x = None
             if info is not None and lp_wanted and not self.out_of_time():
-                lp = self.lp_prices(info, allowed)
+                lp = self.lp_prices(info, allowed, separate_cuts=is_root)
                 if lp is not None:
-                    mu_lp, lp_x, lp_val = lp
+                    (mu_lp, pi_lp), lp_x, lp_val = lp
                     if is_root:
                         self.stats["root_lp_value"] = lp_val
                     store = round_store(self, info, lp_x)
                     if not self.out_of_time():
                         self.offer(greedy(self.p, self.budget, self.deadline, start=store))
-                    info_lp = self.bound(allowed, np.where(np.isinf(mu_lp), mu, mu_lp), dp=False)
+                    info_lp = self.bound(allowed, (np.where(np.isinf(mu_lp), prices[0], mu_lp), pi_lp), dp=False)
                     if info_lp is None:
                         info = None
                     elif info_lp["ub_lagr"] <= info["ub_lagr"]:
@@ -349,7 +395,7 @@ class Search:
             open_segs = np.flatnonzero(counts >= 2)
             if open_segs.size == 0 or drop.any():
                 # re-analyse the reduced node before branching
-                plunge = (child_allowed, info["mu"], info["ub"], False)
+                plunge = (child_allowed, info["prices"], info["ub"], False)
                 continue
             # branch on the open group whose LP choice is most fractional, else whose
             # best two options are closest in reduced profit
@@ -370,7 +416,7 @@ class Search:
                 child = child_allowed.copy()
                 child[free_idx[members]] = False
                 child[free_idx[o]] = True
-                entry = (child, info["mu"], float(min(info["ub"], ub_opt[o])), False)
+                entry = (child, info["prices"], float(min(info["ub"], ub_opt[o])), False)
                 if k == members.size - 1:
                     plunge = entry          # the preferred child: dive into it now
                 else:

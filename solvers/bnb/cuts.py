@@ -1,0 +1,166 @@
+"""bnb's cuts: submodular inequalities on the coverage of one unit, separated at the root.
+
+For one unit r, ``f(S) = h_r(sum_{u in S} a_ur)`` is submodular in the set S of candidates kept
+(h_r concave, coverage >= 0).  Write ``rho_u(S) = f(S + u) - f(S)``.  For any set S and any store
+T (Nemhauser, Wolsey and Fisher, 1978; Nemhauser and Wolsey, *Integer and Combinatorial
+Optimization*, III.3.9)::
+
+    (1)  f(T) <= f(S) - sum_{u in S \\ T} rho_u(S - u) + sum_{u in T \\ S} rho_u({})
+    (2)  f(T) <= f(S) - sum_{u in S \\ T} rho_u(N - u) + sum_{u in T \\ S} rho_u(S)
+
+with N every candidate covering r.  Both are linear in the store's 0/1 vector x:
+``h_r(z_r(x)) <= gamma + alpha . x``.  The LP relaxation has only ``y_r <= a_k z_r + b_k``, which
+with fractional coverage lets ``y_r`` reach 1 on a fractional x that no store matches; these rows
+cut such points off.
+
+A cut never enters a bound as an LP row that bnb must trust: the bound
+(:meth:`memaudit_solvers.bnb.search.Search.analyse`) takes a multiplier ``pi_k >= 0`` per cut and
+uses ``w_r h_r(z) = (w_r - Pi_r) h_r(z) + sum_k pi_k h_r(z) <= (w_r - Pi_r) h_r(z) + sum_k pi_k
+(gamma_k + alpha_k . x)`` (``Pi_r`` the multipliers of r's cuts, scaled to at most ``w_r``), valid
+for any multipliers because every cut is valid for every store.  ``gamma`` carries a margin of
+``CUT_MARGIN`` relative to the cut's terms, so float rounding in the cut's own arithmetic cannot make
+it invalid.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..objective import h_values
+from ..problem import Problem
+
+__all__ = ["Cuts", "separate", "ROUNDS", "CUT_MARGIN"]
+
+#: separation rounds at the root, at most
+ROUNDS = 12
+
+#: a round must raise the LP bound by at least this share of the bound to be followed by another
+MIN_GAIN = 1e-5
+
+#: a cut must be violated by at least this much (y is in units of h)
+VIOLATION = 1e-6
+
+#: relative margin added to each cut's right-hand side
+CUT_MARGIN = 1e-12
+
+
+class Cuts:
+    """The cuts found so far: ``h_{unit[k]}(z) <= gamma[k] + alpha[k] . x`` for every store x."""
+
+    def __init__(self, n_candidates: int):
+        self.n_candidates = n_candidates
+        self.unit = np.zeros(0, dtype=np.int64)
+        self.gamma = np.zeros(0)
+        self.alpha = sp.csr_array((0, n_candidates))
+
+    def __len__(self) -> int:
+        return int(self.unit.size)
+
+    def extend(self, unit, gamma, alpha: sp.csr_array) -> None:
+        self.unit = np.concatenate([self.unit, np.asarray(unit, dtype=np.int64)])
+        self.gamma = np.concatenate([self.gamma, np.asarray(gamma, dtype=float)])
+        self.alpha = sp.csr_array(sp.vstack([self.alpha, alpha]))
+
+    def multipliers(self, pi, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(pi, Pi)``: the multipliers, >= 0 and scaled per unit so that ``Pi_r <= w_r``, and ``Pi``.
+
+        Shorter ``pi`` (cuts added since) is padded with zeros; None means no multipliers.
+        """
+        n_units = weights.size
+        if pi is None or len(self) == 0:
+            return np.zeros(len(self)), np.zeros(n_units)
+        pi = np.maximum(np.nan_to_num(np.asarray(pi, dtype=float), nan=0.0, posinf=0.0), 0.0)
+        pi = np.concatenate([pi, np.zeros(len(self) - pi.size)])[: len(self)]
+        total = np.bincount(self.unit, weights=pi, minlength=n_units)
+        over = total > weights
+        if over.any():
+            scale = np.ones(n_units)
+            scale[over] = weights[over] / total[over]
+            pi = pi * scale[self.unit]
+            total = np.minimum(np.bincount(self.unit, weights=pi, minlength=n_units), weights)
+        return pi, total
+
+
+def separate(problem: Problem, x: np.ndarray, y: np.ndarray, units: np.ndarray):
+    """Cuts of forms (1) and (2) above that the LP point ``(x, y)`` violates, one per unit at most.
+
+    For each unit of ``units`` with ``y_r > 0`` whose covering candidates are not all 0/1 in x, the
+    sets S tried are the prefixes of those candidates by falling ``x``; the cut of least right-hand
+    side at x is kept when it is below ``y_r`` by more than :data:`VIOLATION`.
+
+    Returns ``(unit, gamma, alpha)`` (alpha a CSR matrix over the candidates), possibly empty.
+
+    Examples
+    --------
+    Two candidates cover one unit with 0.6 each; the LP takes 5/6 of each and reaches ``y = 1``,
+    while the best store with both is worth 1 and with one 0.6:
+
+    >>> p = Problem.build([1.0, 1.0], [0, 1], [[0.6], [0.6]], [1.0])
+    >>> unit, gamma, alpha = separate(p, np.array([5 / 6, 5 / 6]), np.array([1.0]), np.array([0]))
+    >>> round(float(gamma[0]), 6), np.round(alpha.toarray(), 6).tolist()
+    (0.2, [[0.4, 0.4]])
+    """
+    cov = sp.csc_array(problem.coverage)
+    out_unit: list[int] = []
+    out_gamma: list[float] = []
+    rows: list[np.ndarray] = []
+    cols: list[np.ndarray] = []
+    vals: list[np.ndarray] = []
+    frac = (x > 1e-9) & (x < 1 - 1e-9)
+    for r in np.asarray(units, dtype=np.int64).tolist():
+        if y[r] <= VIOLATION:
+            continue
+        lo, hi = cov.indptr[r], cov.indptr[r + 1]
+        c = cov.indices[lo:hi]
+        if c.size < 2 or not frac[c].any():
+            continue
+        a = cov.data[lo:hi]
+        best = _best_cut(problem, r, a, x[c])
+        if best is not None and best[0] < y[r] - VIOLATION:
+            _, gamma, alpha = best
+            nz = alpha != 0
+            out_unit.append(r)
+            out_gamma.append(gamma)
+            rows.append(np.full(int(nz.sum()), len(out_unit) - 1))
+            cols.append(c[nz])
+            vals.append(alpha[nz])
+    n = len(out_unit)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0), sp.csr_array((0, problem.n_candidates))
+    alpha = sp.csr_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                         shape=(n, problem.n_candidates))
+    return np.asarray(out_unit, dtype=np.int64), np.asarray(out_gamma), alpha
+
+
+def _best_cut(problem: Problem, r: int, a: np.ndarray, xs: np.ndarray):
+    """``(rhs at xs, gamma, alpha)`` of the least of the forms (1), (2) over prefix sets S."""
+    m = a.size
+    order = np.argsort(-xs, kind="stable")
+    # prefix sets S_k = the k candidates of largest x, k = 0..m, as a mask per row
+    in_s = np.zeros((m + 1, m), dtype=bool)
+    for k in range(1, m + 1):
+        in_s[k, order[:k]] = True
+    z_s = in_s.astype(float) @ a                                   # (m + 1,)
+    z_n = float(a.sum())
+
+    def h(z):
+        z = np.asarray(z, dtype=float)
+        return h_values(problem, np.full(z.size, r), z.ravel()).reshape(z.shape)
+
+    f_s = h(z_s)                                                    # f(S_k)
+    rho_minus = f_s[:, None] - h(z_s[:, None] - a[None, :])         # rho_u(S - u), u in S
+    rho_empty = h(a) - h(np.zeros(1))                               # rho_u({})
+    rho_n = h(np.full(1, z_n)) - h(z_n - a)                         # rho_u(N - u)
+    rho_plus = h(z_s[:, None] + a[None, :]) - f_s[:, None]          # rho_u(S), u not in S
+    alpha1 = np.where(in_s, rho_minus, rho_empty[None, :])
+    alpha2 = np.where(in_s, rho_n[None, :], rho_plus)
+    alpha = np.concatenate([alpha1, alpha2])                        # (2m + 2, m)
+    s2 = np.concatenate([in_s, in_s])
+    gamma = np.concatenate([f_s, f_s]) - np.where(s2, alpha, 0.0).sum(axis=1)
+    gamma += CUT_MARGIN * (1.0 + np.abs(np.concatenate([f_s, f_s])) + np.abs(alpha).sum(axis=1))
+    rhs = gamma + alpha @ xs
+    k = int(np.argmin(rhs))
+    if not np.isfinite(rhs[k]):
+        return None
+    return float(rhs[k]), float(gamma[k]), alpha[k]

@@ -1,0 +1,82 @@
+"""Every cut bnb separates is valid: ``h_r(z_r(T)) <= gamma + alpha . 1_T`` for every set T of candidates."""
+
+import itertools
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memaudit_solvers.bnb import branch_and_bound
+from memaudit_solvers.bnb.cuts import Cuts, separate
+from memaudit_solvers.objective import h_values
+from memaudit_solvers.problem import Problem
+from memaudit_solvers.random_problems import random_problem, summary_problem
+
+from test_bnb_bounds import with_pwl
+
+
+def assert_cuts_valid(p: Problem, unit, gamma, alpha):
+    """Check each cut against every subset of the candidates covering its unit (brute force)."""
+    cov = p.coverage.tocsc() if hasattr(p.coverage, "tocsc") else p.coverage
+    alpha = alpha.toarray()
+    for k, r in enumerate(unit.tolist()):
+        col = np.asarray(cov[:, [r]].toarray()).ravel()
+        cands = np.flatnonzero(col)
+        assert (alpha[k, np.setdiff1d(np.arange(p.n_candidates), cands)] == 0).all()
+        subsets = list(itertools.product([0, 1], repeat=min(cands.size, 12)))
+        if cands.size > 12:            # too many to enumerate: a random sample of the rest
+            rng = np.random.default_rng(k)
+            subsets = [tuple(s) for s in rng.integers(0, 2, size=(4096, cands.size))]
+        t = np.asarray(subsets, dtype=float)
+        z = t @ col[cands]
+        h = h_values(p, np.full(z.size, r), z)
+        rhs = gamma[k] + t @ alpha[k, cands]
+        assert (h <= rhs + 1e-12).all(), (r, float((h - rhs).max()))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(3, 12), st.integers(0, 10**6), st.sampled_from(["summary", "coupled", "pwl"]),
+       st.integers(0, 10**6))
+def test_every_separated_cut_is_valid_for_every_set(n, seed, family, point_seed):
+    p = summary_problem(n, seed) if family == "summary" else random_problem(n, seed, restate=0.8)
+    p = with_pwl(p) if family == "pwl" else p
+    rng = np.random.default_rng(point_seed)
+    x = rng.choice([0.0, 1.0, 0.3, 0.5, 0.9], size=p.n_candidates) * rng.random(p.n_candidates) ** 0.2
+    y = rng.random(p.n_units) * 2
+    unit, gamma, alpha = separate(p, x, y, np.arange(p.n_units))
+    assert unit.size == np.unique(unit).size
+    assert_cuts_valid(p, unit, gamma, alpha)
+    # each cut returned is violated by the point it was separated from
+    assert (gamma + alpha @ x < y[unit]).all()
+
+
+def test_cut_cuts_off_the_lp_optimum_of_two_partial_covers():
+    # two candidates cover one unit with 0.6 each; the LP point (5/6, 5/6) reaches y = 1
+    p = Problem.build([1.0, 1.0], [0, 1], [[0.6], [0.6]], [1.0])
+    unit, gamma, alpha = separate(p, np.array([5 / 6, 5 / 6]), np.array([1.0]), np.array([0]))
+    assert unit.tolist() == [0]
+    assert gamma[0] + alpha.toarray()[0].sum() * 5 / 6 < 1.0 - 1e-3
+    assert_cuts_valid(p, unit, gamma, alpha)
+    # integral points give no cut
+    unit, _, _ = separate(p, np.array([1.0, 0.0]), np.array([1.0]), np.array([0]))
+    assert unit.size == 0
+
+
+def test_multipliers_are_scaled_to_the_units_weight():
+    cuts = Cuts(2)
+    p = Problem.build([1.0, 1.0], [0, 1], [[0.6], [0.6]], [2.0])
+    unit, gamma, alpha = separate(p, np.array([5 / 6, 5 / 6]), np.array([1.0]), np.array([0]))
+    cuts.extend(unit, gamma, alpha)
+    cuts.extend(unit, gamma, alpha)
+    pi, total = cuts.multipliers([3.0, 1.0], p.weights)
+    assert total.tolist() == [2.0] and np.allclose(pi, [1.5, 0.5])
+    pi, total = cuts.multipliers(None, p.weights)
+    assert pi.tolist() == [0.0, 0.0] and total.tolist() == [0.0]
+
+
+def test_root_cuts_raise_the_bound_on_a_summary_package():
+    # the summaries family: the root LP is weak with partial coverage; cuts are separated and used
+    p = summary_problem(30, 1)
+    r = branch_and_bound(p, 0.25 * p.stream_cost())
+    assert r.status == "optimal"
+    assert r.stats["cuts"] > 0 and r.stats["cut_rounds"] > 0
