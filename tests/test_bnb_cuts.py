@@ -3,11 +3,12 @@
 import itertools
 
 import numpy as np
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memaudit_solvers.bnb import branch_and_bound
-from memaudit_solvers.bnb.cuts import Cuts, separate
+from memaudit_solvers.bnb.cuts import Cuts, _best_cut, _mir_cut, separate
 from memaudit_solvers.objective import h_values
 from memaudit_solvers.problem import Problem
 from memaudit_solvers.random_problems import random_problem, summary_problem
@@ -48,6 +49,46 @@ def test_every_separated_cut_is_valid_for_every_set(n, seed, family, point_seed)
     assert_cuts_valid(p, unit, gamma, alpha)
     # each cut returned is violated by the point it was separated from
     assert (gamma + alpha @ x < y[unit]).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(3, 12), st.integers(0, 10**6), st.sampled_from(["summary", "coupled", "pwl"]),
+       st.integers(0, 10**6))
+def test_every_cmir_cut_is_valid_for_every_set(n, seed, family, point_seed):
+    # the c-MIR family on its own (separate keeps it only where it is the most violated)
+    p = summary_problem(n, seed) if family == "summary" else random_problem(n, seed, restate=0.8)
+    p = with_pwl(p) if family == "pwl" else p
+    rng = np.random.default_rng(point_seed)
+    x = rng.choice([0.0, 1.0, 0.3, 0.5, 0.9], size=p.n_candidates) * rng.random(p.n_candidates) ** 0.2
+    cov = p.coverage.tocsc()
+    found = []
+    for r in range(p.n_units):
+        lo, hi = cov.indptr[r], cov.indptr[r + 1]
+        c = cov.indices[lo:hi]
+        cut = _mir_cut(p, r, cov.data[lo:hi], x[c])
+        if cut is not None:
+            rhs, gamma, alpha = cut
+            assert abs(rhs - (gamma + alpha @ x[c])) <= 1e-9 * (1 + abs(rhs))
+            row = np.zeros(p.n_candidates)
+            row[c] = alpha
+            found.append((r, gamma, row))
+    if found:
+        unit = np.array([f[0] for f in found])
+        gamma = np.array([f[1] for f in found])
+        assert_cuts_valid(p, unit, gamma, sp.csr_array(np.array([f[2] for f in found])))
+
+
+def test_cmir_cuts_a_point_no_submodular_cut_does():
+    # coverage 0.7, 0.7, 0.5 of one unit, LP point (0.5, 0.75, 0.5) with y = 1.  By hand: y <= 0.4 +
+    # 0.3 (x1 + x2 + x3) holds at every 0/1 point (0 <= 0.4, 0.5 <= 0.7 = 0.7, 1 <= 1.0, 1 <= 1.3) and
+    # gives 0.925 there; forms (1) and (2) over the prefix sets give nothing below 1
+    p = Problem.build([1.0, 1.0, 1.0], [0, 1, 2], [[0.7], [0.7], [0.5]], [1.0])
+    a, x = np.array([0.7, 0.7, 0.5]), np.array([0.5, 0.75, 0.5])
+    assert _best_cut(p, 0, a, x)[0] >= 1.0 - 1e-9
+    unit, gamma, alpha = separate(p, x, np.array([1.0]), np.array([0]))
+    assert unit.tolist() == [0]
+    assert np.allclose(gamma, [0.4]) and np.allclose(alpha.toarray(), [[0.3, 0.3, 0.3]])
+    assert_cuts_valid(p, unit, gamma, alpha)
 
 
 def test_cut_cuts_off_the_lp_optimum_of_two_partial_covers():
