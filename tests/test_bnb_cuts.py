@@ -104,7 +104,7 @@ def test_cut_cuts_off_the_lp_optimum_of_two_partial_covers():
 
 
 def test_multipliers_are_scaled_to_the_units_weight():
-    cuts = Cuts(2)
+    cuts = Cuts(2, 1)
     p = Problem.build([1.0, 1.0], [0, 1], [[0.6], [0.6]], [2.0])
     unit, gamma, alpha = separate(p, np.array([5 / 6, 5 / 6]), np.array([1.0]), np.array([0]))
     cuts.extend(unit, gamma, alpha)

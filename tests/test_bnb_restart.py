@@ -36,8 +36,10 @@ def test_restarted_searches_match_brute_force():
             assert r.value == pytest.approx(opt, rel=1e-9, abs=1e-12), (n, seed, frac, pwl, combos, tree_limit)
             if tree_limit == 0:
                 restarted += r.stats["restarts"] > 0
-    # the cases are fixed: a change that stops restarting them (or never restarts) fails here
-    assert restarted >= 10, restarted
+    # the cases are fixed: a change that stops restarting them (or never restarts) fails here.  Since the
+    # root's tableau and c-MIR cuts (2026-12-06) close some of these at the root, 8 of the 40 restart
+    # (10 before)
+    assert restarted >= 6, restarted
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -68,7 +68,12 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        (:mod:`memaudit_solvers.bnb.mckp`).  Prices come from the LP relaxation where coupled
        units remain (one persistent HiGHS model, see :mod:`memaudit_solvers.bnb.nodelp`,
        whose bounds change per node); the LP only *proposes* them -- the
-       bound is computed here and is valid whatever they are.
+       bound is computed here and is valid whatever they are.  At the root,
+       rounds of cuts tighten that LP: Gomory mixed-integer cuts of its
+       tableau rows (:mod:`memaudit_solvers.bnb.tableau`) and c-MIR and
+       submodular cuts of each unit's coverage (:mod:`memaudit_solvers.bnb.cuts`);
+       each cut holds at every store within the budget, and the bound prices
+       it with the LP's multiplier (valid for any multiplier >= 0).
     4. Incumbents: greedy, LP and DP roundings, the Lagrangian choice upgraded
        greedily, the knapsack DP on a core of groups, and at the root a sub-MIP
        (HiGHS, at most 5 s and 30 % of the time left) over the LP's support,

@@ -63,25 +63,41 @@ MIR_MIN_FRAC = 0.05
 
 
 class Cuts:
-    """The cuts found so far: ``h_{unit[k]}(z) <= gamma[k] + alpha[k] . x`` for every store x."""
+    """The cuts found so far: ``ycoef[k] . h(z) <= gamma[k] + alpha[k] . x`` for every store x.
 
-    def __init__(self, n_candidates: int):
+    ``h(z)`` is the vector of the units' ``h_r(z_r(x))``.  A cut of this module bounds one unit
+    (``ycoef[k]`` is 1 on ``unit[k]``); a tableau cut (:mod:`memaudit_solvers.bnb.tableau`) may
+    weigh several units, of either sign (``unit[k] = -1``).
+    """
+
+    def __init__(self, n_candidates: int, n_units: int):
         self.n_candidates = n_candidates
+        self.n_units = n_units
         self.unit = np.zeros(0, dtype=np.int64)
         self.gamma = np.zeros(0)
         self.alpha = sp.csr_array((0, n_candidates))
+        self.ycoef = sp.csr_array((0, n_units))
 
     def __len__(self) -> int:
         return int(self.unit.size)
 
-    def extend(self, unit, gamma, alpha: sp.csr_array) -> None:
-        self.unit = np.concatenate([self.unit, np.asarray(unit, dtype=np.int64)])
+    def extend(self, unit, gamma, alpha: sp.csr_array, ycoef: sp.csr_array | None = None) -> None:
+        """Add cuts; without ``ycoef`` each bounds its ``unit`` alone (``ycoef`` 1 there)."""
+        unit = np.asarray(unit, dtype=np.int64)
+        if ycoef is None:
+            ycoef = sp.csr_array((np.ones(unit.size), (np.arange(unit.size), unit)), shape=(unit.size, self.n_units))
+        self.unit = np.concatenate([self.unit, unit])
         self.gamma = np.concatenate([self.gamma, np.asarray(gamma, dtype=float)])
         self.alpha = sp.csr_array(sp.vstack([self.alpha, alpha]))
+        self.ycoef = sp.csr_array(sp.vstack([self.ycoef, ycoef]))
 
     def multipliers(self, pi, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(pi, Pi)``: the multipliers, >= 0 and scaled per unit so that ``Pi_r <= w_r``, and ``Pi``.
+        """``(pi, W)``: the multipliers (>= 0) and the weight ``W_r`` they take off each unit.
 
+        The bound uses ``sum_r w_r h_r = sum_r (w_r - L_r) h_r + pi . (ycoef h) <= sum_r max(w_r -
+        L_r, 0) h_r + pi . (gamma + alpha . x)`` with ``L = ycoef^T pi``, valid for any ``pi >= 0``
+        (``h >= 0``); ``W = w - max(w - L, 0)``.  The one-unit cuts' multipliers are first scaled
+        per unit so that they take at most ``w_r`` (a larger share only loosens the bound).
         Shorter ``pi`` (cuts added since) is padded with zeros; None means no multipliers.
         """
         n_units = weights.size
@@ -89,14 +105,15 @@ class Cuts:
             return np.zeros(len(self)), np.zeros(n_units)
         pi = np.maximum(np.nan_to_num(np.asarray(pi, dtype=float), nan=0.0, posinf=0.0), 0.0)
         pi = np.concatenate([pi, np.zeros(len(self) - pi.size)])[: len(self)]
-        total = np.bincount(self.unit, weights=pi, minlength=n_units)
+        one = self.unit >= 0
+        total = np.bincount(self.unit[one], weights=pi[one], minlength=n_units)
         over = total > weights
         if over.any():
             scale = np.ones(n_units)
             scale[over] = weights[over] / total[over]
-            pi = pi * scale[self.unit]
-            total = np.minimum(np.bincount(self.unit, weights=pi, minlength=n_units), weights)
-        return pi, total
+            pi = np.where(one, pi * scale[np.maximum(self.unit, 0)], pi)
+        load = self.ycoef.T @ pi
+        return pi, weights - np.maximum(weights - load, 0.0)
 
 
 def separate(problem: Problem, x: np.ndarray, y: np.ndarray, units: np.ndarray):
@@ -131,9 +148,9 @@ def separate(problem: Problem, x: np.ndarray, y: np.ndarray, units: np.ndarray):
             continue
         lo, hi = cov.indptr[r], cov.indptr[r + 1]
         c = cov.indices[lo:hi]
+        a = cov.data[lo:hi]
         if c.size < 2 or not frac[c].any():
             continue
-        a = cov.data[lo:hi]
         best = _mir_cut(problem, r, a, x[c])
         if best is None or best[0] >= y[r] - VIOLATION:
             best = _best_cut(problem, r, a, x[c])

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..objective import h_values
 from ..problem import Problem
 
 __all__ = ["NodeLP"]
@@ -35,6 +36,8 @@ class NodeLP:
         a, b = p.h_slopes, p.h_intercepts
         flat = a <= 0
         y_cap = np.where(flat, b, np.inf).min(axis=1)
+        # no store covers a unit more than all its candidates together: h there bounds its y
+        y_top = h_values(p, np.arange(n_y), np.asarray(p.coverage.sum(axis=0)).ravel()) if n_y else np.zeros(0)
         self.rows_r, rows_k = np.nonzero(~flat)
         self.slope = a[self.rows_r, rows_k]
         n_pieces = self.rows_r.size
@@ -61,6 +64,13 @@ class NodeLP:
         lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
         lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
         lp.a_matrix_.value_ = matrix.data.astype(float)
+        # the model as we built it, with every row's global bounds (a group row's lower bound is 0):
+        # the tableau cuts (:mod:`memaudit_solvers.bnb.tableau`) combine these rows themselves
+        self.matrix = sp.csr_array(matrix)
+        self.row_lo = np.full(matrix.shape[0], -np.inf)
+        self.row_lo[n_pieces + 1:] = 0.0
+        self.row_hi = np.asarray(lp.row_upper_, dtype=float).copy()
+        self.col_hi = np.concatenate([np.ones(n_x), np.minimum(y_cap, y_top)])
         cls = getattr(getattr(highspy, "_core", None), "_Highs", None) or highspy.Highs   # no banner
         h: Any = cls()    # the banner-free core class when present: the same methods, no stubs
         h.setOptionValue("output_flag", False)
@@ -75,17 +85,38 @@ class NodeLP:
         self.cut_row0 = self.group_row0 + p.n_groups
         self.n_cuts = 0
 
-    def add_cuts(self, unit: np.ndarray, gamma: np.ndarray, alpha: sp.csr_array) -> None:
-        """Add the rows ``y_unit - alpha . x <= gamma`` (cuts of :mod:`memaudit_solvers.bnb.cuts`)."""
-        n = int(unit.size)
+    def add_cuts(self, ycoef: sp.csr_array, gamma: np.ndarray, alpha: sp.csr_array) -> None:
+        """Add the rows ``ycoef . y - alpha . x <= gamma`` (cuts of :class:`memaudit_solvers.bnb.cuts.Cuts`)."""
+        n = int(gamma.size)
         if n == 0:
             return
-        rows = sp.csr_array(sp.hstack([-alpha, sp.csr_array((np.ones(n), (np.arange(n), unit)),
-                                                            shape=(n, self.n_y))]))
+        rows = sp.csr_array(sp.hstack([-alpha, ycoef]))
         self.h.addRows(n, np.full(n, -self.hs.kHighsInf), np.asarray(gamma, dtype=float),
                        rows.nnz, rows.indptr.astype(np.int32), rows.indices.astype(np.int32),
                        rows.data.astype(float))
+        self.matrix = sp.csr_array(sp.vstack([self.matrix, rows]))
+        self.row_lo = np.concatenate([self.row_lo, np.full(n, -np.inf)])
+        self.row_hi = np.concatenate([self.row_hi, np.asarray(gamma, dtype=float)])
         self.n_cuts += n
+
+    def tableau_rows(self, columns: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """``(column, lambda)`` for each of ``columns`` that is basic: row ``lambda`` of the basis inverse.
+
+        ``lambda^T A`` is the column's tableau row (1 on it, 0 on the other basic columns) as far as
+        HiGHS's basis goes; whoever uses it must not rely on that (see :mod:`memaudit_solvers.bnb.tableau`).
+        """
+        status, basic = self.h.getBasicVariables()
+        if status != self.hs.HighsStatus.kOk:
+            return []
+        position = {int(v): i for i, v in enumerate(np.asarray(basic).tolist()) if v >= 0}
+        out = []
+        for j in np.asarray(columns, dtype=np.int64).tolist():
+            if j not in position:
+                continue
+            status, lam = self.h.getBasisInverseRow(position[j])
+            if status == self.hs.HighsStatus.kOk:
+                out.append((j, np.asarray(lam, dtype=float)))
+        return out
 
     def solve(self, lower: np.ndarray, upper: np.ndarray, group_lower: np.ndarray):
         """Re-solve with these candidate bounds and group-row lower bounds.

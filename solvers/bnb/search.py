@@ -19,6 +19,7 @@ from .mckp import kept_mckp
 from .nodelp import NodeLP
 from .primal import core_dp_store, greedy, root_core_mip, root_sub_mip, round_store, upgrade_store
 from .restart import SPLIT_RATIO, coupled_groups
+from .tableau import tableau_cuts
 
 __all__ = ["Search", "Progress", "NONE"]
 
@@ -79,7 +80,7 @@ class Search:
         self.group_present = np.zeros(problem.n_groups, dtype=bool)
         self.group_present[groups_present] = True
         self.node_lp: NodeLP | None = None        # the persistent HiGHS LP, built at the first LP solve
-        self.cuts = Cuts(problem.n_candidates)   # separated at the root, kept in the node LP
+        self.cuts = Cuts(problem.n_candidates, problem.n_units)   # separated at the root, kept in the node LP
         self.cut_units = np.flatnonzero(~exact_units)
         # a restarted search keeps the first grid: its incumbent lies on that one
         self.delta = objective_grid(problem) if delta is None else delta
@@ -91,7 +92,8 @@ class Search:
         self.inc_store = np.zeros(0, dtype=np.int64)
         self.stats = {"nodes": 0, "lp_solves": 0, "dp_solves": 0, "pruned": 0, "fixed_by_reduced_cost": 0,
                       "incumbent_updates": 0, "root_bound": math.inf, "root_lp_value": math.nan,
-                      "grid_step": self.delta, "cost_step": self.cost_step, "cuts": 0, "cut_rounds": 0}
+                      "grid_step": self.delta, "cost_step": self.cost_step, "cuts": 0, "tableau_cuts": 0,
+                      "cut_rounds": 0}
 
     # -- pruning rule -----------------------------------------------------
     def can_prune(self, ub) -> bool | np.ndarray:
@@ -126,10 +128,11 @@ class Search:
     def analyse(self, allowed, prices):
         """Lagrangian bound of a node from ``prices = (mu, pi)``; None when the node has no feasible store.
 
-        ``mu`` prices the units' coverage and ``pi`` the cuts (:mod:`memaudit_solvers.bnb.cuts`;
-        None: no cut used).  A unit r whose cuts carry ``Pi_r`` keeps the weight ``w_r - Pi_r`` in the
-        conjugate; each cut adds ``pi_k (gamma_k + alpha_k . x)``: its part on the store to the
-        constant, its ``alpha`` to the free candidates' profits.
+        ``mu`` prices the units' coverage and ``pi`` the cuts (:class:`memaudit_solvers.bnb.cuts.Cuts`;
+        None: no cut used).  A unit r keeps the weight ``w_r - W_r`` in the conjugate, ``W`` what
+        the multipliers take off it (:meth:`~memaudit_solvers.bnb.cuts.Cuts.multipliers`); each cut
+        adds ``pi_k (gamma_k + alpha_k . x)``: its part on the store to the constant, its ``alpha``
+        to the free candidates' profits.
         """
         mu_in, pi_in = prices
         p = self.p
@@ -215,9 +218,11 @@ class Search:
     def lp_prices(self, info, allowed, separate_cuts: bool = False):
         """Solve the node's LP relaxation; return (prices (mu, pi), x of free options, LP value) or None.
 
-        With ``separate_cuts`` (the root), rounds of :func:`memaudit_solvers.bnb.cuts.separate` add
-        the cuts the LP point violates and re-solve, at most :data:`cuts.ROUNDS` times, while a round
-        raises the LP value by at least :data:`cuts.MIN_GAIN` of it.
+        With ``separate_cuts`` (the root), rounds of :func:`memaudit_solvers.bnb.tableau.tableau_cuts`
+        (Gomory mixed-integer cuts of the current basis) and :func:`memaudit_solvers.bnb.cuts.separate`
+        (c-MIR and submodular cuts of one unit) add the cuts the LP point violates and re-solve, at
+        most :data:`cuts.ROUNDS` times, while a round raises the LP value by at least
+        :data:`cuts.MIN_GAIN` of it.
         """
         p = self.p
         if self.node_lp is None:
@@ -237,14 +242,20 @@ class Search:
             return None
         for _ in range(ROUNDS if separate_cuts and self.cut_units.size else 0):
             mu, pi, x, y, value = out
-            if self.out_of_time():
-                break
+            if self.out_of_time() or self.can_prune(value):
+                break       # (an LP at most the incumbent: the bound from its prices closes the node)
+            # the tableau rows first: they refer to this basis, which new rows would change
+            t_ycoef, t_gamma, t_alpha = tableau_cuts(node_lp, x, y)
             unit, gamma, alpha = separate(p, x, y, self.cut_units)
-            if unit.size == 0:
+            if unit.size + t_gamma.size == 0:
                 break
+            before = len(self.cuts)
             self.cuts.extend(unit, gamma, alpha)
-            node_lp.add_cuts(unit, gamma, alpha)
+            if t_gamma.size:
+                self.cuts.extend(np.full(t_gamma.size, -1), t_gamma, t_alpha, t_ycoef)
+            node_lp.add_cuts(self.cuts.ycoef[before:], self.cuts.gamma[before:], self.cuts.alpha[before:])
             self.stats["cuts"] += int(unit.size)
+            self.stats["tableau_cuts"] += int(t_gamma.size)
             self.stats["cut_rounds"] += 1
             self.stats["lp_solves"] += 1
             new = node_lp.solve(lower, upper, group_lower)

@@ -1,0 +1,182 @@
+"""bnb's tableau cuts: Gomory mixed-integer cuts, as c-MIR of rows of the node LP's tableau.
+
+The node LP (:class:`memaudit_solvers.bnb.nodelp.NodeLP`) has columns ``v = (x, y)`` and rows
+``r = A v`` with ``lo <= r <= hi``.  For any vector ``lambda``, ``(A^T lambda) . v - lambda . r = 0``
+holds at every point, so at every store (its x, ``y = h(z(x))``, its row activities); with
+``lambda`` the basis-inverse row of a fractional basic ``x_j`` this is x_j's tableau row, and
+mixed-integer rounding of it is the Gomory mixed-integer cut (Gomory 1960; as c-MIR: Marchand and
+Wolsey 2001, Cornuejols 2008).  HiGHS only *proposes* ``lambda``: the row is combined here, every
+variable kept with the coefficient it gets (none is assumed 0), so a cut is valid whatever the
+basis was.  The steps, on ``row . v - lambda . r <= 0`` and on its negation:
+
+1. each continuous variable (every y and every row activity) is moved to the bound nearer its LP
+   value: ``u = lo + s`` or ``u = hi - s`` with ``s >= 0`` (bounds that hold at every store: x in
+   [0, 1], ``0 <= y_r <= min(cap, h_r(sum_N a))``, the rows' global bounds); the ``s`` with a
+   positive coefficient are dropped (the row stays valid), the others sum to ``S >= 0``;
+2. a candidate whose LP value exceeds 1/2 is complemented (``x = 1 - xbar``);
+3. for each scale ``delta`` tried, with ``beta`` the right-hand side over ``delta`` and ``f`` its
+   fractional part, ``sum F(g_j) z_j - S / (delta (1 - f)) <= floor(beta)`` (``F`` as in
+   :mod:`memaudit_solvers.bnb.cuts`); the most violated is kept;
+4. the substitutions are undone and ``r = A v`` put back: a cut ``beta . y <= gamma + alpha . x``.
+
+Float error: the combined row is off from the identity by at most the rounding of ``A^T lambda``,
+and every later step by rounding too; ``gamma`` gets a margin of :data:`MARGIN` times the sum of
+the magnitudes involved (far above that rounding), so the cut holds at every store.  A cut whose
+coefficients span more than :data:`MAX_DYNAMISM`, or whose right-hand side is within
+:data:`MIN_FRAC` of an integer, is not used.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["tableau_cuts", "MARGIN", "MIN_FRAC", "MAX_DYNAMISM", "MAX_ROWS"]
+
+#: relative margin added to a tableau cut's right-hand side
+MARGIN = 1e-9
+
+#: the fractional part of a rounded right-hand side must lie in [MIN_FRAC, 1 - MIN_FRAC]
+MIN_FRAC = 0.05
+
+#: largest ratio of a cut's largest to its smallest nonzero coefficient
+MAX_DYNAMISM = 1e6
+
+#: bound on the relative rounding error of one combination of rows (a sum of at most some
+#: thousand terms in double precision errs by far less)
+ROUNDING = 1e-11
+
+#: coefficients smaller than this share of the largest are taken out (validly: see :func:`_mir`)
+TINY = 1e-9
+
+#: tableau rows tried per round, at most (the most fractional basic candidates)
+MAX_ROWS = 60
+
+#: a cut must be violated by at least this much, relative to its norm
+MIN_EFFICACY = 1e-5
+
+
+def tableau_cuts(node_lp, x: np.ndarray, y: np.ndarray, max_rows: int = MAX_ROWS):
+    """Gomory mixed-integer cuts of the LP point ``(x, y)`` from the node LP's current basis.
+
+    Returns ``(ycoef, gamma, alpha)``: the cuts ``ycoef . y <= gamma + alpha . x`` (``ycoef``, ``alpha``
+    CSR matrices over the units and the candidates), possibly none.
+    """
+    n_x, n_y = node_lp.n_x, node_lp.n_y
+    a = node_lp.matrix
+    v = np.concatenate([x, y])
+    r_val = a @ v
+    col_hi = node_lp.col_hi
+    frac = np.minimum(x, 1 - x)
+    basic_frac = np.flatnonzero(frac > MIN_FRAC)
+    basic_frac = basic_frac[np.argsort(-frac[basic_frac], kind="stable")][:max_rows]
+    out_y, out_gamma, out_x = [], [], []
+    abs_a = abs(a)
+    for _, lam in node_lp.tableau_rows(basic_frac):
+        lam = np.where(np.abs(lam) > 1e-12 * max(1.0, float(np.abs(lam).max())), lam, 0.0)
+        rows = np.flatnonzero(lam)
+        if rows.size == 0:
+            continue
+        coef = a.T @ lam                                   # on v
+        # rounding of A^T lambda: at most (row length) x eps x |A|^T |lambda| per column (far below
+        # ROUNDING of it); v lies in [0, col_hi]
+        err = ROUNDING * float((abs_a.T @ np.abs(lam)) @ col_hi)
+        for sign in (1.0, -1.0):
+            cut = _mir(sign * coef, -sign * lam, rows, x, y, r_val, node_lp, err, col_hi)
+            if cut is not None:
+                out_y.append(cut[0])
+                out_gamma.append(cut[1])
+                out_x.append(cut[2])
+    if not out_gamma:
+        return sp.csr_array((0, n_y)), np.zeros(0), sp.csr_array((0, n_x))
+    return sp.csr_array(np.array(out_y)), np.array(out_gamma), sp.csr_array(np.array(out_x))
+
+
+def _mir(coef_v, coef_r, rows, x, y, r_val, node_lp, err, col_hi):
+    """The most violated c-MIR cut of ``coef_v . v + coef_r . r <= 0`` (r on ``rows`` only), or None."""
+    n_x, n_y = node_lp.n_x, node_lp.n_y
+    lo_r, hi_r = node_lp.row_lo[rows], node_lp.row_hi[rows]
+    c_r = coef_r[rows]
+    # 1. continuous variables to their nearer finite bound: y in [0, col_hi], r in [lo, hi]
+    c_y = coef_v[n_x:]
+    y_hi = col_hi[n_x:]
+    y_up = (y_hi - y) < y                                  # nearer the upper bound
+    r_up = ~np.isfinite(lo_r) | (np.isfinite(hi_r) & ((hi_r - r_val[rows]) < (r_val[rows] - lo_r)))
+    if not np.isfinite(np.where(r_up, hi_r, lo_r)).all():
+        return None
+    bound_r = np.where(r_up, hi_r, lo_r)
+    rhs = err - float(c_y[y_up] @ y_hi[y_up]) - float(c_r @ bound_r)
+    s_coef_y = np.where(y_up, -c_y, c_y)                   # coefficient of s >= 0
+    s_coef_r = np.where(r_up, -c_r, c_r)
+    neg_y = np.minimum(s_coef_y, 0.0)                      # only these stay: S = -sum neg * s
+    neg_r = np.minimum(s_coef_r, 0.0)
+    # 2. integer part: complement x > 1/2
+    c_x = coef_v[:n_x].copy()
+    comp = x > 0.5
+    rhs -= float(c_x[comp].sum())
+    g = np.where(comp, -c_x, c_x)
+    # 3. scales: 1 (the Gomory cut), and |g_j| of fractional candidates with the largest ones
+    fr = np.flatnonzero((np.minimum(x, 1 - x) > 1e-6) & (np.abs(g) > 1e-9))
+    deltas = [1.0] + sorted(set(np.abs(g[fr]).tolist()), reverse=True)[:6]
+    s_y = np.where(y_up, y_hi - y, y)                      # s at the LP point
+    s_r = np.where(r_up, hi_r - r_val[rows], r_val[rows] - lo_r)
+    s_lp = float(-(neg_y @ s_y) - (neg_r @ s_r))
+    z_lp = np.where(comp, 1 - x, x)
+
+    def rounded(d):
+        """``(violation at the LP point, d, f, floor(beta), F(g / d))`` of scale d, or None."""
+        beta = rhs / d
+        fl = np.floor(beta)
+        f = beta - fl
+        if not MIN_FRAC <= f <= 1 - MIN_FRAC:
+            return None
+        gd = g / d
+        fz = np.floor(gd)
+        big_f = fz + np.maximum(0.0, gd - fz - f) / (1 - f)
+        # d F . z - S / (1 - f) <= d floor(beta)
+        return d * float(big_f @ z_lp) - s_lp / (1 - f) - d * fl, d, f, fl, big_f
+
+    found = [c for c in map(rounded, deltas) if c is not None]
+    if not found:
+        return None
+    best = max(found, key=lambda c: c[0])
+    found = [c for c in map(rounded, (best[1] / 2, best[1] / 4, best[1] / 8)) if c is not None]
+    best = max([best] + found, key=lambda c: c[0])
+    if best[0] <= 0:
+        return None
+    _, d, f, fl, big_f = best
+    # 4. undo: d F . z - S / (1 - f) <= d floor(beta), z = x or 1 - x, s = u - lo or hi - u
+    k = 1.0 / (1 - f)
+    alpha_x = np.where(comp, -d * big_f, d * big_f)        # coefficient on x (cut: lhs <= rhs)
+    gamma = d * fl - float((d * big_f)[comp].sum())
+    # -S/(1-f) = k * sum neg * s; s_y = y (lower) or y_hi - y (upper)
+    ky = k * neg_y
+    coef_y = np.where(y_up, -ky, ky)
+    gamma -= float(ky[y_up] @ y_hi[y_up])
+    kr = k * neg_r
+    coef_r_cut = np.where(r_up, -kr, kr)
+    gamma -= float(kr[r_up] @ hi_r[r_up]) - float(kr[~r_up] @ lo_r[~r_up])
+    # r = A v on the rows used
+    a_rows = node_lp.matrix[rows]
+    on_v = a_rows.T @ coef_r_cut
+    alpha_x = alpha_x + on_v[:n_x]
+    coef_y = coef_y + on_v[n_x:]
+    # margin: the sum of the magnitudes every term went through, times MARGIN
+    size = (err * k + abs(d * fl) + float(np.abs(d * big_f).sum()) + float(np.abs(ky) @ y_hi)
+            + float(np.abs(kr) @ np.abs(np.where(r_up, hi_r, lo_r))) + float((abs(a_rows).T @ np.abs(kr)) @ col_hi))
+    gamma += MARGIN * (1.0 + abs(gamma) + size)
+    # coefficients below TINY of the largest go: a positive one by dropping its term (v >= 0), a
+    # negative one by adding its largest value (v <= col_hi) to gamma
+    coef = np.concatenate([alpha_x, coef_y])
+    tiny = (coef != 0) & (np.abs(coef) < TINY * float(np.abs(coef).max(initial=0.0)))
+    gamma += float(-np.minimum(coef[tiny], 0.0) @ col_hi[tiny])
+    coef[tiny] = 0.0
+    alpha_x, coef_y = coef[:n_x], coef[n_x:]
+    # the cut: coef_y . y + alpha_x . x <= gamma, i.e. coef_y . y <= gamma - alpha_x . x
+    nz = np.abs(coef[coef != 0])
+    if nz.size == 0 or nz.max() > MAX_DYNAMISM * nz.min():
+        return None
+    lhs = float(coef_y @ y + alpha_x @ x)
+    if lhs - gamma <= MIN_EFFICACY * float(np.sqrt((nz ** 2).sum())):
+        return None
+    return coef_y, gamma, -alpha_x

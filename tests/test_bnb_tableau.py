@@ -1,0 +1,122 @@
+"""Every tableau cut bnb separates holds at every store within the budget (brute force)."""
+
+import itertools
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memaudit_solvers.bnb import branch_and_bound
+from memaudit_solvers.bnb.cuts import Cuts
+from memaudit_solvers.bnb.nodelp import NodeLP
+from memaudit_solvers.bnb.tableau import tableau_cuts
+from memaudit_solvers.bruteforce import brute_force
+from memaudit_solvers.objective import h_values
+from memaudit_solvers.problem import Problem
+from memaudit_solvers.random_problems import random_problem, summary_problem
+
+from test_bnb_bounds import with_pwl
+
+
+def feasible_stores(p: Problem, budget: float) -> np.ndarray:
+    """0/1 rows: every store (at most one candidate per group) within the budget."""
+    options = [[-1] + np.flatnonzero(p.groups == g).tolist() for g in range(p.n_groups)]
+    rows = []
+    for pick in itertools.product(*options):
+        x = np.zeros(p.n_candidates)
+        x[[u for u in pick if u >= 0]] = 1.0
+        if x @ p.costs <= budget:
+            rows.append(x)
+    return np.array(rows)
+
+
+def assert_valid_at_every_store(p: Problem, budget: float, ycoef, gamma, alpha):
+    stores = feasible_stores(p, budget)
+    z = stores @ p.coverage.toarray()
+    h = h_values(p, np.arange(p.n_units), z)                      # (stores, units)
+    lhs = h @ ycoef.toarray().T                                     # (stores, cuts)
+    rhs = gamma[None, :] + stores @ alpha.toarray().T
+    worst = float((lhs - rhs).max()) if lhs.size else -np.inf
+    assert worst <= 1e-9, worst
+
+
+def root_rounds(p: Problem, budget: float, rounds: int, perturb=None):
+    """Tableau cuts of a few root rounds (each added to the LP), optionally at perturbed points."""
+    lp = NodeLP(p, budget)
+    cuts = Cuts(p.n_candidates, p.n_units)
+    lower, upper = np.zeros(p.n_candidates), np.ones(p.n_candidates)
+    for k in range(rounds):
+        out = lp.solve(lower, upper, np.zeros(p.n_groups))
+        if out is None:
+            break
+        _, _, x, y, _ = out
+        if perturb is not None:
+            x = np.clip(x + perturb.normal(0, 0.3, x.size) * (perturb.random(x.size) < 0.5), 0, 1)
+            y = np.clip(y + perturb.normal(0, 0.3, y.size), 0, None)
+        ycoef, gamma, alpha = tableau_cuts(lp, x, y)
+        if gamma.size == 0:
+            break
+        cuts.extend(np.full(gamma.size, -1), gamma, alpha, ycoef)
+        lp.add_cuts(ycoef, gamma, alpha)
+    return cuts
+
+
+def small(family: str, n: int, seed: int) -> Problem:
+    p = summary_problem(n, seed) if family == "summary" else random_problem(n, seed, restate=0.8)
+    return with_pwl(p) if family == "pwl" else p
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(3, 5), st.integers(0, 10**6), st.sampled_from(["summary", "coupled", "pwl"]),
+       st.sampled_from([0.1, 0.25, 0.5]), st.booleans())
+def test_every_tableau_cut_holds_at_every_store_within_the_budget(n, seed, family, frac, perturbed):
+    p = small(family, n, seed)
+    budget = frac * float(p.costs.sum())
+    cuts = root_rounds(p, budget, 4, np.random.default_rng(seed) if perturbed else None)
+    if len(cuts):
+        assert_valid_at_every_store(p, budget, cuts.ycoef, cuts.gamma, cuts.alpha)
+
+
+def test_tableau_cuts_cut_off_the_lp_point_and_are_found_on_summaries():
+    p = summary_problem(5, 2)
+    budget = 0.25 * float(p.costs.sum())
+    lp = NodeLP(p, budget)
+    _, _, x, y, value = lp.solve(np.zeros(p.n_candidates), np.ones(p.n_candidates), np.zeros(p.n_groups))
+    ycoef, gamma, alpha = tableau_cuts(lp, x, y)
+    assert gamma.size > 0
+    assert (ycoef @ y > gamma + alpha @ x).all()          # each is violated where it was separated
+    assert_valid_at_every_store(p, budget, ycoef, gamma, alpha)
+    lp.add_cuts(ycoef, gamma, alpha)
+    new = lp.solve(np.zeros(p.n_candidates), np.ones(p.n_candidates), np.zeros(p.n_groups))[-1]
+    assert new < value
+    assert new >= brute_force(p, budget).value - 1e-9
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(5, 7), st.integers(0, 10**6), st.sampled_from(["summary", "coupled", "pwl"]),
+       st.sampled_from([0.1, 0.25, 0.5]))
+def test_bnb_with_tableau_cuts_proves_brute_force_optimum(n, seed, family, frac):
+    # max_combos 1 and no tree DP keep the component coupled: the search runs its root LP and cuts,
+    # whose multipliers (on cuts of several units, either sign) price into every bound
+    p = small(family, n, seed)
+    budget = frac * p.stream_cost()
+    r = branch_and_bound(p, budget, max_combos=1, tree_limit=0)
+    opt = brute_force(p, budget).value
+    assert r.status == "optimal"
+    assert abs(r.value - opt) <= 1e-9 * max(1.0, abs(opt))
+    assert r.stats["root_bound"] >= opt - 1e-9 * max(1.0, abs(opt))
+
+
+def test_tableau_cuts_are_used_by_the_search():
+    p = summary_problem(7, 0)
+    r = branch_and_bound(p, 0.25 * p.stream_cost(), max_combos=1, tree_limit=0)
+    assert r.status == "optimal" and r.stats["tableau_cuts"] > 0
+
+
+def test_multipliers_clip_each_units_weight_at_zero():
+    cuts = Cuts(1, 2)
+    import scipy.sparse as sp
+    cuts.extend([-1], [1.0], sp.csr_array([[0.0]]), sp.csr_array([[2.0, -1.0]]))
+    pi, taken = cuts.multipliers([1.0], np.array([1.0, 1.0]))
+    # L = (2, -1): unit 0 keeps max(1 - 2, 0) = 0, unit 1 keeps 1 + 1 = 2
+    assert pi.tolist() == [1.0] and taken.tolist() == [1.0, -1.0]
