@@ -35,15 +35,26 @@ def assert_cuts_valid(p: Problem, unit, gamma, alpha):
         assert (h <= rhs + 1e-12).all(), (r, float((h - rhs).max()))
 
 
+def family_problem(family: str, n: int, seed: int) -> Problem:
+    """A small problem of a family with coupled partial coverage: ``summary``, ``coupled`` or ``pwl``."""
+    p = summary_problem(n, seed) if family == "summary" else random_problem(n, seed, restate=0.8)
+    return with_pwl(p) if family == "pwl" else p
+
+
+def problem_and_point(family: str, n: int, seed: int, point_seed: int):
+    """The problem and a random fractional x (many 0s and 1s among it)."""
+    p = family_problem(family, n, seed)
+    rng = np.random.default_rng(point_seed)
+    x = rng.choice([0.0, 1.0, 0.3, 0.5, 0.9], size=p.n_candidates) * rng.random(p.n_candidates) ** 0.2
+    return p, x
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(3, 12), st.integers(0, 10**6), st.sampled_from(["summary", "coupled", "pwl"]),
        st.integers(0, 10**6))
 def test_every_separated_cut_is_valid_for_every_set(n, seed, family, point_seed):
-    p = summary_problem(n, seed) if family == "summary" else random_problem(n, seed, restate=0.8)
-    p = with_pwl(p) if family == "pwl" else p
-    rng = np.random.default_rng(point_seed)
-    x = rng.choice([0.0, 1.0, 0.3, 0.5, 0.9], size=p.n_candidates) * rng.random(p.n_candidates) ** 0.2
-    y = rng.random(p.n_units) * 2
+    p, x = problem_and_point(family, n, seed, point_seed)
+    y = np.random.default_rng(point_seed + 1).random(p.n_units) * 2
     unit, gamma, alpha = separate(p, x, y, np.arange(p.n_units))
     assert unit.size == np.unique(unit).size
     assert_cuts_valid(p, unit, gamma, alpha)
@@ -55,11 +66,8 @@ def test_every_separated_cut_is_valid_for_every_set(n, seed, family, point_seed)
 @given(st.integers(3, 12), st.integers(0, 10**6), st.sampled_from(["summary", "coupled", "pwl"]),
        st.integers(0, 10**6))
 def test_every_cmir_cut_is_valid_for_every_set(n, seed, family, point_seed):
-    # the c-MIR family on its own (separate keeps it only where it is the most violated)
-    p = summary_problem(n, seed) if family == "summary" else random_problem(n, seed, restate=0.8)
-    p = with_pwl(p) if family == "pwl" else p
-    rng = np.random.default_rng(point_seed)
-    x = rng.choice([0.0, 1.0, 0.3, 0.5, 0.9], size=p.n_candidates) * rng.random(p.n_candidates) ** 0.2
+    # the c-MIR family on its own, every unit's least cut whether violated or not
+    p, x = problem_and_point(family, n, seed, point_seed)
     cov = p.coverage.tocsc()
     found = []
     for r in range(p.n_units):

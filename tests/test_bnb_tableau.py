@@ -3,6 +3,7 @@
 import itertools
 
 import numpy as np
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,9 +14,9 @@ from memaudit_solvers.bnb.tableau import tableau_cuts
 from memaudit_solvers.bruteforce import brute_force
 from memaudit_solvers.objective import h_values
 from memaudit_solvers.problem import Problem
-from memaudit_solvers.random_problems import random_problem, summary_problem
+from memaudit_solvers.random_problems import summary_problem
 
-from test_bnb_bounds import with_pwl
+from test_bnb_cuts import family_problem
 
 
 def feasible_stores(p: Problem, budget: float) -> np.ndarray:
@@ -61,16 +62,11 @@ def root_rounds(p: Problem, budget: float, rounds: int, perturb=None):
     return cuts
 
 
-def small(family: str, n: int, seed: int) -> Problem:
-    p = summary_problem(n, seed) if family == "summary" else random_problem(n, seed, restate=0.8)
-    return with_pwl(p) if family == "pwl" else p
-
-
 @settings(max_examples=30, deadline=None)
 @given(st.integers(3, 5), st.integers(0, 10**6), st.sampled_from(["summary", "coupled", "pwl"]),
        st.sampled_from([0.1, 0.25, 0.5]), st.booleans())
 def test_every_tableau_cut_holds_at_every_store_within_the_budget(n, seed, family, frac, perturbed):
-    p = small(family, n, seed)
+    p = family_problem(family, n, seed)
     budget = frac * float(p.costs.sum())
     cuts = root_rounds(p, budget, 4, np.random.default_rng(seed) if perturbed else None)
     if len(cuts):
@@ -98,7 +94,7 @@ def test_tableau_cuts_cut_off_the_lp_point_and_are_found_on_summaries():
 def test_bnb_with_tableau_cuts_proves_brute_force_optimum(n, seed, family, frac):
     # max_combos 1 and no tree DP keep the component coupled: the search runs its root LP and cuts,
     # whose multipliers (on cuts of several units, either sign) price into every bound
-    p = small(family, n, seed)
+    p = family_problem(family, n, seed)
     budget = frac * p.stream_cost()
     r = branch_and_bound(p, budget, max_combos=1, tree_limit=0)
     opt = brute_force(p, budget).value
@@ -115,7 +111,6 @@ def test_tableau_cuts_are_used_by_the_search():
 
 def test_multipliers_clip_each_units_weight_at_zero():
     cuts = Cuts(1, 2)
-    import scipy.sparse as sp
     cuts.extend([-1], [1.0], sp.csr_array([[0.0]]), sp.csr_array([[2.0, -1.0]]))
     pi, taken = cuts.multipliers([1.0], np.array([1.0, 1.0]))
     # L = (2, -1): unit 0 keeps max(1 - 2, 0) = 0, unit 1 keeps 1 + 1 = 2
