@@ -71,18 +71,19 @@ def tableau_cuts(node_lp, x: np.ndarray, y: np.ndarray, max_rows: int = MAX_ROWS
     basic_frac = np.flatnonzero(frac > MIN_FRAC)
     basic_frac = basic_frac[np.argsort(-frac[basic_frac], kind="stable")][:max_rows]
     out_y, out_gamma, out_x = [], [], []
-    abs_a = abs(a)
+    a_t = sp.csr_array(a.T)                                # A^T and |A|^T, once for every row combined
+    abs_t = abs(a_t)
     for _, lam in node_lp.tableau_rows(basic_frac):
         lam = np.where(np.abs(lam) > 1e-12 * max(1.0, float(np.abs(lam).max())), lam, 0.0)
         rows = np.flatnonzero(lam)
         if rows.size == 0:
             continue
-        coef = a.T @ lam                                   # on v
+        coef = a_t @ lam                                   # on v
         # rounding of A^T lambda: at most (row length) x eps x |A|^T |lambda| per column (far below
         # ROUNDING of it); v lies in [0, col_hi]
-        err = ROUNDING * float((abs_a.T @ np.abs(lam)) @ col_hi)
+        err = ROUNDING * float((abs_t @ np.abs(lam)) @ col_hi)
         for sign in (1.0, -1.0):
-            cut = _mir(sign * coef, -sign * lam, rows, x, y, r_val, node_lp, err, col_hi)
+            cut = _mir(sign * coef, -sign * lam, rows, x, y, r_val, node_lp, err, col_hi, (a_t, abs_t))
             if cut is not None:
                 out_y.append(cut[0])
                 out_gamma.append(cut[1])
@@ -92,8 +93,11 @@ def tableau_cuts(node_lp, x: np.ndarray, y: np.ndarray, max_rows: int = MAX_ROWS
     return sp.csr_array(np.array(out_y)), np.array(out_gamma), sp.csr_array(np.array(out_x))
 
 
-def _mir(coef_v, coef_r, rows, x, y, r_val, node_lp, err, col_hi):
-    """The most violated c-MIR cut of ``coef_v . v + coef_r . r <= 0`` (r on ``rows`` only), or None."""
+def _mir(coef_v, coef_r, rows, x, y, r_val, node_lp, err, col_hi, transposed):
+    """The most violated c-MIR cut of ``coef_v . v + coef_r . r <= 0`` (r on ``rows`` only), or None.
+
+    ``transposed`` is ``(A^T, |A|^T)`` of the node LP's matrix.
+    """
     n_x, n_y = node_lp.n_x, node_lp.n_y
     lo_r, hi_r = node_lp.row_lo[rows], node_lp.row_hi[rows]
     c_r = coef_r[rows]
@@ -157,13 +161,16 @@ def _mir(coef_v, coef_r, rows, x, y, r_val, node_lp, err, col_hi):
     coef_r_cut = np.where(r_up, -kr, kr)
     gamma -= float(kr[r_up] @ hi_r[r_up]) - float(kr[~r_up] @ lo_r[~r_up])
     # r = A v on the rows used
-    a_rows = node_lp.matrix[rows]
-    on_v = a_rows.T @ coef_r_cut
+    a_t, abs_t = transposed
+    on_rows = np.zeros(a_t.shape[1])
+    on_rows[rows] = coef_r_cut
+    on_v = a_t @ on_rows
     alpha_x = alpha_x + on_v[:n_x]
     coef_y = coef_y + on_v[n_x:]
     # margin: the sum of the magnitudes every term went through, times MARGIN
+    on_rows[rows] = np.abs(kr)
     size = (err * k + abs(d * fl) + float(np.abs(d * big_f).sum()) + float(np.abs(ky) @ y_hi)
-            + float(np.abs(kr) @ np.abs(np.where(r_up, hi_r, lo_r))) + float((abs(a_rows).T @ np.abs(kr)) @ col_hi))
+            + float(np.abs(kr) @ np.abs(np.where(r_up, hi_r, lo_r))) + float((abs_t @ on_rows) @ col_hi))
     gamma += MARGIN * (1.0 + abs(gamma) + size)
     # coefficients below TINY of the largest go: a positive one by dropping its term (v >= 0), a
     # negative one by adding its largest value (v <= col_hi) to gamma

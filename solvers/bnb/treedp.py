@@ -10,8 +10,9 @@ stored clipped at the unit's saturation point ``z_sat`` (where h becomes flat: 1
 which is exact because ``h(min(s, z_sat) + a) = h(s + a)`` for every ``a >= 0`` once clipped again.
 The order is a path decomposition of the component's group graph: scipy's reverse Cuthill-McKee
 order, or networkx's tree decomposition (min-degree, refined by min-fill-in where its width is at
-most :data:`REFINE_WIDTH`) read depth-first from a peripheral bag when that keeps fewer units open.  :func:`frontiers` runs the programme on every component of a problem at
-once (:mod:`memaudit_solvers.bnb.lockstep`: one numpy step per group, with no Python loop over states
+most :data:`REFINE_WIDTH`) read depth-first from a peripheral bag when that keeps fewer units open.
+:func:`frontiers` runs the programme on every component of a problem at once
+(:mod:`memaudit_solvers.bnb.lockstep`: one numpy step per group, with no Python loop over states
 or entries), small components included: their frontier is the one enumerating their stores gives.
 """
 
@@ -100,8 +101,9 @@ def group_order(g_units: Mapping[int, Sequence[int]]) -> list[int]:
     unit shared by many groups is one node, not a clique of them); when it keeps more than
     :data:`PATH_WIDTH` units open (the component is no chain) and the graph has at most
     :data:`MAX_DECOMPOSED_NODES` nodes, also networkx's tree decomposition of that graph
-    (min-degree; min-fill-in where min-degree's width is at most :data:`REFINE_WIDTH`), its bags read depth-first from a bag at the end of a longest path; the order with the
-    smaller :func:`open_width` wins.
+    (min-degree; min-fill-in where min-degree's width is at most :data:`REFINE_WIDTH`), its bags
+    read depth-first from a bag at the end of a longest path; the order with the smaller
+    :func:`open_width` wins.
 
     Examples
     --------
@@ -227,7 +229,7 @@ MAX_DECOMPOSED_NODES = 3000
 PATH_WIDTH = 2
 
 #: networkx's min-fill-in heuristic refines its min-degree decomposition only up to this width
-REFINE_WIDTH = 4 * MAX_OPEN_UNITS
+REFINE_WIDTH = 2 * MAX_OPEN_UNITS
 
 def frontiers(problem: Problem, comps: Sequence[Mapping[int, Sequence[int]]], *, budget: float = math.inf,
               limits: Sequence[int | None], deadline: float = math.inf) -> list[Frontier | None]:
