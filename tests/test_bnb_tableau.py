@@ -115,3 +115,31 @@ def test_multipliers_clip_each_units_weight_at_zero():
     pi, taken = cuts.multipliers([1.0], np.array([1.0, 1.0]))
     # L = (2, -1): unit 0 keeps max(1 - 2, 0) = 0, unit 1 keeps 1 + 1 = 2
     assert pi.tolist() == [1.0] and taken.tolist() == [1.0, -1.0]
+
+
+def test_kept_cuts_stay_in_step_with_the_node_lp():
+    # deleting cut rows keeps the LP's rows, our copy of its matrix and the Cuts in the same order
+    p = summary_problem(7, 0)
+    budget = 0.25 * p.stream_cost()
+    lp = NodeLP(p, budget)
+    cuts = Cuts(p.n_candidates, p.n_units)
+    bounds = (np.zeros(p.n_candidates), np.ones(p.n_candidates), np.zeros(p.n_groups))
+    for _ in range(2):
+        _, _, x, y, _ = lp.solve(*bounds)
+        ycoef, gamma, alpha = tableau_cuts(lp, x, y)
+        cuts.extend(np.full(gamma.size, -1), gamma, alpha, ycoef)
+        lp.add_cuts(ycoef, gamma, alpha)
+    assert len(cuts) >= 3
+    keep = np.arange(len(cuts)) % 2 == 0
+    kept_gamma = cuts.gamma[keep]
+    cuts.keep(keep)
+    lp.keep_cuts(keep)
+    assert lp.n_cuts == len(cuts) == int(keep.sum())
+    assert lp.h.getNumRow() == lp.matrix.shape[0] == lp.cut_row0 + len(cuts)
+    assert np.array_equal(lp.row_hi[lp.cut_row0:], kept_gamma) and np.array_equal(cuts.gamma, kept_gamma)
+    rows = lp.matrix[lp.cut_row0:].toarray()
+    assert np.allclose(rows[:, p.n_candidates:], cuts.ycoef.toarray())
+    assert np.allclose(rows[:, :p.n_candidates], -cuts.alpha.toarray())
+    mu, pi, x, y, value = lp.solve(*bounds)
+    assert pi.size == len(cuts)
+    assert value >= brute_force(p, budget).value - 1e-9

@@ -91,6 +91,12 @@ class Cuts:
         self.alpha = sp.csr_array(sp.vstack([self.alpha, alpha]))
         self.ycoef = sp.csr_array(sp.vstack([self.ycoef, ycoef]))
 
+    def keep(self, mask: np.ndarray) -> None:
+        """Keep only the cuts where ``mask`` is True (in order)."""
+        mask = np.asarray(mask, dtype=bool)
+        self.unit, self.gamma = self.unit[mask], self.gamma[mask]
+        self.alpha, self.ycoef = self.alpha[mask], self.ycoef[mask]
+
     def multipliers(self, pi, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(pi, W)``: the multipliers (>= 0) and the weight ``W_r`` they take off each unit.
 

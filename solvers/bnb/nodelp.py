@@ -99,6 +99,19 @@ class NodeLP:
         self.row_hi = np.concatenate([self.row_hi, np.asarray(gamma, dtype=float)])
         self.n_cuts += n
 
+    def keep_cuts(self, mask: np.ndarray) -> None:
+        """Delete the cut rows where ``mask`` is False (the rows of :meth:`add_cuts`, in order)."""
+        mask = np.asarray(mask, dtype=bool)
+        gone = self.cut_row0 + np.flatnonzero(~mask)
+        if gone.size == 0:
+            return
+        self.h.deleteRows(int(gone.size), gone.astype(np.int32))
+        rows = np.ones(self.matrix.shape[0], dtype=bool)
+        rows[gone] = False
+        self.matrix = sp.csr_array(self.matrix[rows])
+        self.row_lo, self.row_hi = self.row_lo[rows], self.row_hi[rows]
+        self.n_cuts = int(mask.sum())
+
     def tableau_rows(self, columns: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """``(column, lambda)`` for each of ``columns`` that is basic: row ``lambda`` of the basis inverse.
 
