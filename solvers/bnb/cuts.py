@@ -44,7 +44,7 @@ import scipy.sparse as sp
 from ..objective import h_values
 from ..problem import Problem
 
-__all__ = ["Cuts", "separate", "ROUNDS", "CUT_MARGIN", "MIR_MIN_FRAC"]
+__all__ = ["Cuts", "separate", "mir_function", "ROUNDS", "CUT_MARGIN", "MIR_MIN_FRAC"]
 
 #: separation rounds at the root, at most
 ROUNDS = 12
@@ -154,9 +154,9 @@ def separate(problem: Problem, x: np.ndarray, y: np.ndarray, units: np.ndarray):
             continue
         lo, hi = cov.indptr[r], cov.indptr[r + 1]
         c = cov.indices[lo:hi]
-        a = cov.data[lo:hi]
         if c.size < 2 or not frac[c].any():
             continue
+        a = cov.data[lo:hi]
         best = _mir_cut(problem, r, a, x[c])
         if best is None or best[0] >= y[r] - VIOLATION:
             best = _best_cut(problem, r, a, x[c])
@@ -209,6 +209,14 @@ def _best_cut(problem: Problem, r: int, a: np.ndarray, xs: np.ndarray):
     return float(rhs[k]), float(gamma[k]), alpha[k]
 
 
+def mir_function(g, f):
+    """The MIR coefficient ``F(g) = floor(g) + max(0, g - floor(g) - f) / (1 - f)`` for the fractional
+    part ``f`` of the rounded right-hand side (continuous in g: a floor's float error moves it by
+    rounding error only).  Shared by these cuts and :mod:`memaudit_solvers.bnb.tableau`."""
+    fl = np.floor(g)
+    return fl + np.maximum(0.0, g - fl - f) / (1 - f)
+
+
 def _mir_cut(problem: Problem, r: int, a: np.ndarray, xs: np.ndarray):
     """``(rhs at xs, gamma, alpha)`` of the least c-MIR cut of unit r at ``xs`` (see the module), or None.
 
@@ -249,9 +257,8 @@ def _mir_rows(g0: np.ndarray, rhs0: float, cap: float, deltas: np.ndarray, compl
     fl = np.floor(beta)
     f = beta - fl
     gz = np.where(comp, -g, g)                                          # (D, K, m): z = x or 1 - x
-    fz = np.floor(gz)
     with np.errstate(divide="ignore", invalid="ignore"):
-        big_f = fz + np.maximum(0.0, (gz - fz) - f[:, :, None]) / (1 - f[:, :, None])
+        big_f = mir_function(gz, f[:, :, None])
     k = d[:, :, 0] * (1 - f)                                            # (D, K)
     alpha = np.where(comp, 1.0, -1.0) * k[:, :, None] * big_f
     on_comp = k * np.where(comp, big_f, 0.0).sum(axis=2)

@@ -112,8 +112,8 @@ class NodeLP:
         self.row_lo, self.row_hi = self.row_lo[rows], self.row_hi[rows]
         self.n_cuts = int(mask.sum())
 
-    def tableau_rows(self, columns: np.ndarray) -> list[tuple[int, np.ndarray]]:
-        """``(column, lambda)`` for each of ``columns`` that is basic: row ``lambda`` of the basis inverse.
+    def tableau_rows(self, columns: np.ndarray) -> list[np.ndarray]:
+        """For each of ``columns`` that is basic, its row ``lambda`` of the basis inverse.
 
         ``lambda^T A`` is the column's tableau row (1 on it, 0 on the other basic columns) as far as
         HiGHS's basis goes; whoever uses it must not rely on that (see :mod:`memaudit_solvers.bnb.tableau`).
@@ -128,7 +128,7 @@ class NodeLP:
                 continue
             status, lam = self.h.getBasisInverseRow(position[j])
             if status == self.hs.HighsStatus.kOk:
-                out.append((j, np.asarray(lam, dtype=float)))
+                out.append(np.asarray(lam, dtype=float))
         return out
 
     def solve(self, lower: np.ndarray, upper: np.ndarray, group_lower: np.ndarray):

@@ -15,8 +15,8 @@ basis was.  The steps, on ``row . v - lambda . r <= 0`` and on its negation:
    positive coefficient are dropped (the row stays valid), the others sum to ``S >= 0``;
 2. a candidate whose LP value exceeds 1/2 is complemented (``x = 1 - xbar``);
 3. for each scale ``delta`` tried, with ``beta`` the right-hand side over ``delta`` and ``f`` its
-   fractional part, ``sum F(g_j) z_j - S / (delta (1 - f)) <= floor(beta)`` (``F`` as in
-   :mod:`memaudit_solvers.bnb.cuts`); the most violated is kept;
+   fractional part, ``sum F(g_j) z_j - S / (delta (1 - f)) <= floor(beta)`` (``F``:
+   :func:`memaudit_solvers.bnb.cuts.mir_function`); the most violated is kept;
 4. the substitutions are undone and ``r = A v`` put back: a cut ``beta . y <= gamma + alpha . x``.
 
 Float error: the combined row is off from the identity by at most the rounding of ``A^T lambda``,
@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+
+from .cuts import mir_function
 
 __all__ = ["tableau_cuts", "MARGIN", "MIN_FRAC", "MAX_DYNAMISM", "MAX_ROWS"]
 
@@ -73,7 +75,7 @@ def tableau_cuts(node_lp, x: np.ndarray, y: np.ndarray, max_rows: int = MAX_ROWS
     out_y, out_gamma, out_x = [], [], []
     a_t = sp.csr_array(a.T)                                # A^T and |A|^T, once for every row combined
     abs_t = abs(a_t)
-    for _, lam in node_lp.tableau_rows(basic_frac):
+    for lam in node_lp.tableau_rows(basic_frac):
         lam = np.where(np.abs(lam) > 1e-12 * max(1.0, float(np.abs(lam).max())), lam, 0.0)
         rows = np.flatnonzero(lam)
         if rows.size == 0:
@@ -98,7 +100,7 @@ def _mir(coef_v, coef_r, rows, x, y, r_val, node_lp, err, col_hi, transposed):
 
     ``transposed`` is ``(A^T, |A|^T)`` of the node LP's matrix.
     """
-    n_x, n_y = node_lp.n_x, node_lp.n_y
+    n_x = node_lp.n_x
     lo_r, hi_r = node_lp.row_lo[rows], node_lp.row_hi[rows]
     c_r = coef_r[rows]
     # 1. continuous variables to their nearer finite bound: y in [0, col_hi], r in [lo, hi]
@@ -134,9 +136,7 @@ def _mir(coef_v, coef_r, rows, x, y, r_val, node_lp, err, col_hi, transposed):
         f = beta - fl
         if not MIN_FRAC <= f <= 1 - MIN_FRAC:
             return None
-        gd = g / d
-        fz = np.floor(gd)
-        big_f = fz + np.maximum(0.0, gd - fz - f) / (1 - f)
+        big_f = mir_function(g / d, f)
         # d F . z - S / (1 - f) <= d floor(beta)
         return d * float(big_f @ z_lp) - s_lp / (1 - f) - d * fl, d, f, fl, big_f
 
