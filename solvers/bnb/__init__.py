@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..exact import fits_budget
-from ..objective import budget_slack
+from ..objective import budget_slack, evaluate
 from ..problem import Problem
 from ..result import Result, check_budget, make_result
 from ..settings import TIME_LIMIT, Setting, validate_settings
@@ -24,6 +24,7 @@ from .decompose import decompose, dominated
 from .grid import objective_grid
 from .mckp import DP_LIMIT
 from .primal import greedy
+from .restart import carry_cuts, fix_in
 from .search import Progress, Search
 from .treedp import TREE_LIMIT
 
@@ -161,7 +162,7 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         return make_result(p, budget, method="bnb", settings=settings, chosen=[], status="optimal", bound=0.0,
                            started=started, stats={"removed": removed, "nodes": 0},
                            message="no candidate fits the budget with positive value")
-    reduced, members, exact_units, dstats = decompose(p, active, max_combos, deadline=deadline,
+    reduced, members, exact_units, dstats, _ = decompose(p, active, max_combos, deadline=deadline,
                                                       budget=budget + tol_b, tree_limit=tree_limit)
     search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, None,
                      max_combos)
@@ -173,28 +174,40 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
     open_bound = search.run(_start_prices(reduced), root_lp=root_lp, node_lp=node_lp, restart=MAX_RESTARTS > 0)
     stats = dict(search.stats, removed=removed, **dstats, restarts=0)
     best_value, chosen = search.inc_value, sorted(u for j in search.inc_store for u in members[j])
+    fixed: list[int] = []           # original candidates every better store takes (found by restarts)
+    offset = spent = 0.0            # F of those, and their cost: the restarted search sees F - offset
     while search.survivors is not None and stats["restarts"] < MAX_RESTARTS:
         # restart on the candidates reduced-cost fixing left (every store better than the incumbent
-        # uses only those): presolve and decomposition again, which can split components
+        # uses only those, and takes those it fixed in): presolve and decomposition again, which can
+        # split components, with the root's cuts carried over
+        shifted, gain, cost, cuts = fix_in(reduced, search.fixed_in, search.cuts)
+        fixed += [u for j in search.fixed_in for u in members[j]]
+        offset, spent = offset + gain, spent + cost
         keep = np.zeros(reduced.n_candidates, dtype=bool)
         keep[search.survivors] = True
-        keep &= ~dominated(reduced, keep)
+        keep &= (np.diff(shifted.coverage.indptr) > 0) & ~dominated(shifted, keep)
         stats["restarts"] += 1
         stats["restart_candidates"] = int(keep.sum())
+        stats["fixed_in"] = len(fixed)
         if not keep.any():
+            if evaluate(p, fixed) > best_value and fits_budget(p.costs[fixed], budget):
+                best_value, chosen = evaluate(p, fixed), sorted(fixed)
             open_bound = -math.inf
             break
         delta = search.delta
-        reduced, sub_members, exact_units, rstats = decompose(reduced, keep, max_combos, deadline=deadline,
-                                                              budget=budget + tol_b, tree_limit=tree_limit)
+        reduced, sub_members, exact_units, rstats, unit_origin = decompose(
+            shifted, keep, max_combos, deadline=deadline, budget=budget - spent + tol_b, tree_limit=tree_limit)
+        cuts = carry_cuts(cuts, shifted, reduced, sub_members, unit_origin)[0]
         members = [tuple(u for k in sub for u in members[k]) for sub in sub_members]
         search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, delta,
-                         max_combos)
-        search.inc_value = best_value           # the store stays the one found before the restart
+                         max_combos, fixed=fixed, spent=spent, offset=offset)
+        search.cuts = cuts                      # the root's cuts, rewritten for what is left
+        search.inc_value = best_value - offset  # the store stays the one found before the restart
         open_bound = search.run(_start_prices(reduced), root_lp=root_lp, node_lp=node_lp,
-                                restart=stats["restarts"] < MAX_RESTARTS)
-        if search.inc_value > best_value:
-            best_value, chosen = search.inc_value, sorted(u for j in search.inc_store for u in members[j])
+                                restart=stats["restarts"] < MAX_RESTARTS) + offset
+        if search.inc_value + offset > best_value:
+            chosen = sorted(fixed + [u for j in search.inc_store for u in members[j]])
+            best_value = search.inc_value + offset
         for key in ("nodes", "lp_solves", "dp_solves", "pruned", "fixed_by_reduced_cost", "incumbent_updates"):
             stats[key] += search.stats[key]
         stats.update(restart_components=rstats["components"], restart_coupled_groups=rstats["coupled_groups"])
@@ -210,7 +223,7 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
 
 
 #: restarts after reduced-cost fixing at the root, at most
-MAX_RESTARTS = 3
+MAX_RESTARTS = 10
 
 
 def _start_prices(reduced: Problem) -> np.ndarray:
@@ -219,16 +232,22 @@ def _start_prices(reduced: Problem) -> np.ndarray:
 
 
 def _search(p: Problem, budget: float, reduced: Problem, members, exact_units, deadline, dp_limit, started,
-            progress, delta, max_combos) -> Search:
-    """A :class:`Search` on ``reduced`` whose stores are checked against the exact budget rule on ``p``."""
+            progress, delta, max_combos, fixed=(), spent: float = 0.0, offset: float = 0.0) -> Search:
+    """A :class:`Search` on ``reduced`` whose stores are checked against the exact budget rule on ``p``.
+
+    After a restart that fixed candidates in, ``fixed`` are those (original candidates), ``spent``
+    their cost and ``offset`` their F: the search sees the budget less ``spent`` and F less ``offset``.
+    """
+    fixed = list(fixed)
+
     def fits(store) -> bool:
         """The exact rule on the original candidates of a store of the reduced problem."""
-        originals = [u for j in store for u in members[j]]
+        originals = fixed + [u for j in store for u in members[j]]
         return fits_budget(p.costs[originals], budget)
 
-    return Search(reduced, budget, exact_units=exact_units, use_lp=not exact_units.all(), deadline=deadline,
-                  dp_limit=dp_limit, started=started, progress=progress, fits=fits, delta=delta,
-                  max_combos=max_combos)
+    return Search(reduced, budget - spent, exact_units=exact_units, use_lp=not exact_units.all(),
+                  deadline=deadline, dp_limit=dp_limit, started=started, progress=progress, fits=fits, delta=delta,
+                  max_combos=max_combos, offset=offset)
 
 
 def _check_settings(budget, time_limit, root_lp, node_lp, max_combos, dp_limit, tree_limit) -> dict:

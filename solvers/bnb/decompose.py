@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -11,7 +12,17 @@ from ..objective import marginal_gains
 from ..problem import Problem
 from .treedp import TREE_LIMIT, frontiers
 
-__all__ = ["decompose", "dominated"]
+__all__ = ["decompose", "dominated", "Decomposition"]
+
+
+class Decomposition(NamedTuple):
+    """What :func:`decompose` returns."""
+
+    reduced: Problem
+    members: list          # members[j]: the tuple of the input's candidates behind reduced candidate j
+    exact_units: np.ndarray  # (reduced units,) True for a frontier option's private unit
+    stats: dict
+    unit_origin: np.ndarray  # (reduced units,) the input's unit behind a coupled unit, -1 for a private one
 
 
 def decompose(problem: Problem, active: np.ndarray, max_combos: int, deadline: float = math.inf, *,
@@ -31,8 +42,9 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int, deadline: f
     ("coupled"), and so does every component not finished when ``deadline`` (a
     ``time.perf_counter()`` value) passes.
 
-    Returns ``(reduced, members, exact_units, stats)`` where ``members[j]`` is
-    the tuple of original candidates behind reduced candidate j.
+    Returns a :class:`Decomposition` ``(reduced, members, exact_units, stats, unit_origin)`` where
+    ``members[j]`` is the tuple of original candidates behind reduced candidate j and
+    ``unit_origin`` the input's unit behind each coupled unit (-1 for a frontier option's own).
     """
     from scipy.sparse.csgraph import connected_components
 
@@ -123,7 +135,8 @@ def decompose(problem: Problem, active: np.ndarray, max_combos: int, deadline: f
     stats = {"components": int((comp_size > 0).sum()), "groups_collapsed": n_collapsed,
              "coupled_groups": n_coupled_groups, "reduced_options": int(costs.size),
              "tree_dp_components": n_tree, "tree_dp_entries": tree_entries}
-    return reduced, members, exact_units, stats
+    unit_origin = np.concatenate([np.full(n_opt, -1, dtype=np.int64), c_units.astype(np.int64)])
+    return Decomposition(reduced, members, exact_units, stats, unit_origin)
 
 
 def _n_stores(by_group, cap: int) -> int:

@@ -1,48 +1,100 @@
-"""bnb's restart test: would the candidates left after reduced-cost fixing split the coupled components?"""
+"""bnb's restart after reduced-cost fixing at the root: the candidates taken in every better store
+fixed into the problem (:func:`fix_in`), and the root's cuts carried over to the problem rebuilt from
+what is left (:func:`carry_cuts`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
+from ..objective import h_values
 from ..problem import Problem
+from .cuts import CUT_MARGIN, Cuts
 
-__all__ = ["coupled_groups", "SPLIT_RATIO"]
+__all__ = ["carry_cuts", "fix_in"]
 
-#: a restart pays when the groups left in components too large to enumerate fall to at most this share
-SPLIT_RATIO = 0.75
+def carry_cuts(cuts: Cuts, old: Problem, new: Problem, members, unit_origin: np.ndarray) -> tuple[Cuts, np.ndarray]:
+    """The cuts of ``old`` rewritten for ``new``, the problem :func:`~memaudit_solvers.bnb.decompose.decompose`
+    built from some of ``old``'s candidates (``members[j]``: the old candidates behind new candidate j;
+    ``unit_origin``: the old unit behind each coupled new unit, -1 for a frontier option's own).
 
+    A cut ``ycoef . h(z) <= gamma + alpha . x`` holds at every store of ``old`` within the budget, and
+    every store of ``new`` is one of those (new candidate j stands for its members together), so it
+    holds there with ``alpha_j`` the sum over j's members.  A unit that stays coupled keeps its term.
+    Any other unit is covered only by the options of one collapsed group (or by no candidate kept):
+    one option of that group or none is taken, so ``h_r(z_r) = sum_j x_j h_r(z_r(M_j))`` exactly
+    (``h_r(0) = 0``), and its term moves to ``alpha``.  Both sides of a cut keep their value at every
+    store.  Cuts left with no unit say nothing about the objective and are dropped; a one-unit cut
+    whose unit stays coupled keeps it.  ``gamma`` gets a margin of
+    :data:`~memaudit_solvers.bnb.cuts.CUT_MARGIN` of the terms summed.
 
-def coupled_groups(problem: Problem, keep: np.ndarray, max_combos: int) -> int:
-    """Groups of ``keep``'s candidates in components with more than ``max_combos`` stores.
-
-    Components are those of the bipartite group--unit graph over the candidates kept, the same
-    graph :func:`memaudit_solvers.bnb.decompose.decompose` splits; a component of one group or
-    of at most ``max_combos`` stores would be enumerated there, the rest stay coupled.  It models
-    enumeration only: a component the tree DP (:mod:`memaudit_solvers.bnb.treedp`) would collapse
-    still counts as coupled, so the split test may decline a restart, never make one wrong.
-
-    Examples
-    --------
-    >>> p = Problem.build([1, 1, 1], [0, 1, 2], [[1, 0], [1, 1], [0, 1]], [1.0, 1.0])
-    >>> coupled_groups(p, np.ones(3, dtype=bool), 4), coupled_groups(p, np.array([True, False, True]), 4)
-    (3, 0)
+    Returns the new cuts and the indices of the input cuts they come from.
     """
-    from scipy.sparse.csgraph import connected_components
+    out = Cuts(new.n_candidates, new.n_units)
+    if len(cuts) == 0 or new.n_candidates == 0:
+        return out, np.zeros(0, dtype=np.int64)
+    sizes = np.fromiter((len(m) for m in members), dtype=np.int64, count=len(members))
+    cols = np.fromiter((u for m in members for u in m), dtype=np.int64, count=int(sizes.sum()))
+    memb = sp.csr_array((np.ones(cols.size), (np.repeat(np.arange(len(members)), sizes), cols)),
+                        shape=(new.n_candidates, old.n_candidates))
+    unit_origin = np.asarray(unit_origin, dtype=np.int64)
+    stays = np.flatnonzero(unit_origin >= 0)
+    new_index = np.full(old.n_units, -1, dtype=np.int64)
+    new_index[unit_origin[stays]] = stays
+    folded = np.flatnonzero(new_index < 0)
+    ycoef = sp.csc_array(cuts.ycoef)
+    y_new = sp.csr_array(ycoef @ sp.csr_array((np.ones(stays.size), (unit_origin[stays], stays)),
+                                              shape=(old.n_units, new.n_units)))
+    # h_r(z_r(M_j)) of each new candidate on each folded unit (0 where it does not cover it)
+    z = sp.csr_array(sp.csr_array(memb @ old.coverage)[:, folded])
+    h_folded = sp.csr_array((h_values(old, folded[z.indices], z.data), z.indices, z.indptr), shape=z.shape)
+    alpha_members = sp.csr_array(cuts.alpha @ memb.T)
+    fold_on_x = sp.csr_array(sp.csr_array(ycoef[:, folded]) @ h_folded.T)
+    alpha = sp.csr_array(alpha_members - fold_on_x)
+    size = (np.abs(cuts.gamma) + np.asarray(abs(alpha_members).sum(axis=1)).ravel()
+            + np.asarray(abs(fold_on_x).sum(axis=1)).ravel())
+    gamma = cuts.gamma + CUT_MARGIN * (1.0 + size)
+    unit = np.where(cuts.unit >= 0, new_index[np.maximum(cuts.unit, 0)], -1)
+    kept = np.flatnonzero((np.diff(y_new.indptr) > 0) & ((cuts.unit < 0) | (unit >= 0)))
+    if kept.size:
+        out.extend(unit[kept], gamma[kept], sp.csr_array(alpha[kept]), sp.csr_array(y_new[kept]))
+    return out, kept
 
-    cand = np.flatnonzero(keep)
-    if cand.size == 0:
-        return 0
-    cov = problem.coverage[cand]
-    g_of = problem.groups[cand]
-    n_g, n = problem.n_groups, problem.n_groups + problem.n_units
-    edges = sp.csr_array((np.ones(cov.nnz), (np.repeat(g_of, np.diff(cov.indptr)), n_g + cov.indices)),
-                         shape=(n, n))
-    _, label = connected_components(edges, directed=False)
-    n_opts = np.bincount(g_of, minlength=n_g)
-    present = n_opts > 0
-    lab = label[:n_g][present]
-    log_stores = np.bincount(lab, weights=np.log(n_opts[present] + 1.0), minlength=int(label.max()) + 1)
-    size = np.bincount(lab, minlength=int(label.max()) + 1)
-    big = (log_stores > np.log(max_combos) + 1e-9) & (size > 1)
-    return int(size[big].sum())
+
+def fix_in(problem: Problem, fixed: np.ndarray, cuts: Cuts) -> tuple[Problem, float, float, Cuts]:
+    """Take the candidates ``fixed`` into every store: ``(shifted, offset, cost, cuts)``.
+
+    With ``c_r`` the coverage the fixed candidates give unit r, each h becomes ``h'_r(z) = h_r(c_r +
+    z) - h_r(c_r)`` (the same slopes, intercepts ``a_k c_r + b_k - h_r(c_r)``), so ``F(fixed + S) =
+    offset + F'(S)`` with ``offset = F(fixed)``; a store S of the other candidates fits ``budget -
+    cost`` when ``fixed + S`` fits the budget.  A unit the fixed candidates already take to the top
+    of its h is covered by no candidate in ``shifted`` (it adds nothing more).  The fixed candidates
+    stay (the indices do not change) but no store of the restart uses them, nor any other candidate
+    of their groups.  The cuts ``ycoef . h(z) <= gamma + alpha . x`` are rewritten for ``F'``:
+    ``gamma`` gains ``alpha`` on the fixed candidates and loses ``ycoef . h(c)``.
+    """
+    fixed = np.asarray(fixed, dtype=np.int64)
+    x = np.zeros(problem.n_candidates)
+    x[fixed] = 1.0
+    c = problem.coverage.T @ x
+    vals = problem.h_slopes * c[:, None] + problem.h_intercepts
+    hc = vals.min(axis=1)
+    intercepts = vals - hc[:, None]                     # smallest exactly 0
+    top = (intercepts <= 0) & (problem.h_slopes <= 0)   # a flat piece at h(c): h' is 0 from here on
+    done = top.any(axis=1)
+    coverage = sp.csr_array(problem.coverage)
+    if done.any():
+        coverage = sp.csr_array(coverage @ sp.diags_array((~done).astype(float)))
+        coverage.eliminate_zeros()
+    shifted = Problem.build(problem.costs, problem.groups, coverage, problem.weights, h_slopes=problem.h_slopes,
+                            h_intercepts=intercepts, n_groups=problem.n_groups)
+    offset = float(problem.weights @ hc)
+    cost = float(problem.costs[fixed].sum())
+    out = Cuts(problem.n_candidates, problem.n_units)
+    if len(cuts):
+        on_fixed = cuts.alpha @ x
+        on_c = cuts.ycoef @ hc
+        gamma = cuts.gamma + on_fixed - on_c
+        gamma = gamma + CUT_MARGIN * (1.0 + np.abs(cuts.gamma) + np.abs(on_fixed) + abs(cuts.ycoef) @ np.abs(hc))
+        out.extend(cuts.unit, gamma, cuts.alpha, cuts.ycoef)
+    return shifted, offset, cost, out

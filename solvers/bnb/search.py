@@ -18,7 +18,6 @@ from .grid import cost_step, objective_grid
 from .mckp import kept_mckp
 from .nodelp import NodeLP
 from .primal import core_dp_store, greedy, root_core_mip, root_sub_mip, round_store, upgrade_store
-from .restart import SPLIT_RATIO, coupled_groups
 from .tableau import tableau_cuts
 
 __all__ = ["Search", "Progress", "NONE"]
@@ -43,8 +42,8 @@ class Progress:
     elapsed: float
 
 
-#: fraction of the root's candidates reduced-cost fixing must remove for a restart
-RESTART_FIXED = 0.2
+#: fraction of the root's candidates reduced-cost fixing must remove or take in for a restart
+RESTART_FIXED = 0.1
 
 #: seconds between two progress reports
 PROGRESS_EVERY = 1.0
@@ -55,8 +54,9 @@ class Search:
 
     def __init__(self, problem: Problem, budget: float, *, exact_units: np.ndarray, use_lp: bool,
                  deadline: float, dp_limit: int, started: float | None = None, progress=None, fits=None,
-                 delta: float | None = None, max_combos: int = 4096):
+                 delta: float | None = None, max_combos: int = 4096, offset: float = 0.0):
         self.p = problem
+        self.offset = offset    # F of the candidates a restart fixed in: reports add it to this problem's F
         # exact budget rule for a store of this (reduced) problem, asked only near the budget
         self.fits = fits
         self.started = time.perf_counter() if started is None else started
@@ -85,8 +85,8 @@ class Search:
         # a restarted search keeps the first grid: its incumbent lies on that one
         self.delta = objective_grid(problem) if delta is None else delta
         self.survivors: np.ndarray | None = None
+        self.fixed_in = np.zeros(0, dtype=np.int64)     # with survivors: the candidates every better store takes
         self.max_combos = max_combos
-        self.coupled0: int | None = None     # groups in components too large to enumerate, at the root
         self.cost_step = cost_step(problem.costs)
         self.inc_value = -math.inf
         self.inc_store = np.zeros(0, dtype=np.int64)
@@ -227,6 +227,7 @@ class Search:
         p = self.p
         if self.node_lp is None:
             self.node_lp = NodeLP(p, self.budget)
+            self.node_lp.add_cuts(self.cuts.ycoef, self.cuts.gamma, self.cuts.alpha)   # carried by a restart
         real = self.opt_cand >= 0
         upper = np.zeros(p.n_candidates)
         upper[self.opt_cand[allowed & real]] = 1.0
@@ -298,24 +299,28 @@ class Search:
         return info
 
     def restart_point(self, info) -> bool:
-        """Set ``survivors`` and say True when a restart on what reduced-cost fixing leaves pays.
+        """Set ``survivors`` and ``fixed_in`` and say True when a restart on what reduced-cost fixing leaves pays.
 
-        It pays when at least :data:`RESTART_FIXED` of the candidates are fixed and the groups left
-        in components too large to enumerate fall to :data:`restart.SPLIT_RATIO` of those before.
+        Reduced-cost fixing removes options; a group whose 'none' option goes and which keeps one
+        candidate takes it in every store better than the incumbent (``fixed_in``), and the other
+        candidates kept are ``survivors``.  A restart pays when at least :data:`RESTART_FIXED` of the
+        candidates are removed or taken in: the rebuilt problem is smaller, its units shifted by what
+        the taken candidates cover, and cuts separated on it are stronger (see
+        :func:`memaudit_solvers.bnb.branch_and_bound`).
         """
         oc = self.opt_cand[info["free_idx"]]
         real = oc >= 0
         drop = np.asarray(self.can_prune(info["ub_opt"]), dtype=bool)
-        if drop[real].sum() < RESTART_FIXED * real.sum():
+        n_seg = info["starts"].size
+        # a group whose 'none' is fixed out and which keeps one candidate takes it in every better store
+        single = ((np.bincount(info["seg_of"][real & ~drop], minlength=n_seg) == 1)
+                  & (np.bincount(info["seg_of"][~real & drop], minlength=n_seg) == 1))
+        taken = real & ~drop & single[info["seg_of"]]
+        if drop[real].sum() + taken.sum() < RESTART_FIXED * real.sum():
             return False
-        survivors = np.concatenate([info["store"], oc[real & ~drop]]).astype(np.int64)
-        keep = np.zeros(self.p.n_candidates, dtype=bool)
-        keep[survivors] = True
-        if self.coupled0 is None:
-            self.coupled0 = coupled_groups(self.p, np.ones(self.p.n_candidates, dtype=bool), self.max_combos)
-        if coupled_groups(self.p, keep, self.max_combos) > SPLIT_RATIO * self.coupled0:
-            return False        # the coupled components would stay whole: the rebuild would not pay
-        self.survivors = survivors
+        survivors = oc[real & ~drop & ~taken].astype(np.int64)
+        fixed = np.concatenate([info["store"], oc[taken]]).astype(np.int64)
+        self.survivors, self.fixed_in = survivors, fixed
         return True
 
     # -- the search -------------------------------------------------------
@@ -328,9 +333,10 @@ class Search:
         if self.progress is None or now - self.last_report < PROGRESS_EVERY:
             return
         self.last_report = now
-        bound = max(open_bound, self.inc_value)
-        gap = (bound - self.inc_value) / abs(bound) if bound != 0 else 0.0
-        self.progress(Progress(nodes=int(self.stats["nodes"]), incumbent=float(self.inc_value), bound=float(bound),
+        bound = max(open_bound, self.inc_value) + self.offset
+        inc = self.inc_value + self.offset
+        gap = (bound - inc) / abs(bound) if bound != 0 else 0.0
+        self.progress(Progress(nodes=int(self.stats["nodes"]), incumbent=float(inc), bound=float(bound),
                                gap=float(gap), elapsed=now - self.started))
 
     def run(self, mu0, *, root_lp: bool, node_lp: bool, restart: bool = False) -> float:
