@@ -205,9 +205,9 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         search.inc_value = best_value - offset  # the store stays the one found before the restart
         open_bound = search.run(_start_prices(reduced), root_lp=root_lp, node_lp=node_lp,
                                 restart=stats["restarts"] < MAX_RESTARTS) + offset
-        if search.inc_value + offset > best_value:
+        if search.stats["incumbent_updates"]:     # (not inc_value + offset > best_value: rounding)
             chosen = sorted(fixed + [u for j in search.inc_store for u in members[j]])
-            best_value = search.inc_value + offset
+            best_value = max(best_value, search.inc_value + offset)
         for key in ("nodes", "lp_solves", "dp_solves", "pruned", "fixed_by_reduced_cost", "incumbent_updates"):
             stats[key] += search.stats[key]
         stats.update(restart_components=rstats["components"], restart_coupled_groups=rstats["coupled_groups"])
