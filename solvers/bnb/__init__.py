@@ -82,12 +82,16 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        (:mod:`memaudit_solvers.bnb.primal`); its store is re-evaluated here and
        never enters a bound.  Reduced-cost fixing removes options whose bound
        (the Lagrangian bound with that option forced) cannot beat the
-       incumbent by a grid step.  When at the root it removes at least 20 % of
-       the candidates and what is left splits the coupled components (see
-       :mod:`memaudit_solvers.bnb.restart`), the search restarts on what is
-       left: presolve and decomposition again, a new root (at most
+       incumbent by a grid step.  When at the root it removes at least 10 % of
+       the candidates (a group whose 'none' goes and which keeps one candidate
+       counts that one as taken in), the search restarts on what is left
+       (:mod:`memaudit_solvers.bnb.restart`): the taken candidates are fixed
+       into every store (h shifted by what they cover, the budget less their
+       cost), presolve and decomposition run again, and the root's cuts are
+       carried over to the rebuilt problem, then a new root (at most
        ``MAX_RESTARTS`` times); every store better than the incumbent uses
-       only those candidates, so OPT is unchanged.  The search takes the
+       only those candidates and takes the fixed ones, so OPT is unchanged.
+       ``stats`` counts ``restarts`` and the candidates ``fixed_in``.  The search takes the
        open node of largest bound first, branching on the most fractional
        group of the node LP.
        When every value of F lies on a grid (detected from the data, see
