@@ -1,6 +1,7 @@
 """Every tableau cut bnb separates holds at every store within the budget (brute force)."""
 
 import itertools
+import math
 
 import numpy as np
 import scipy.sparse as sp
@@ -10,9 +11,10 @@ from hypothesis import strategies as st
 from memaudit_solvers.bnb import branch_and_bound
 from memaudit_solvers.bnb.cuts import Cuts
 from memaudit_solvers.bnb.nodelp import NodeLP
+from memaudit_solvers.bnb.search import NONE, Search
 from memaudit_solvers.bnb.tableau import tableau_cuts
 from memaudit_solvers.bruteforce import brute_force
-from memaudit_solvers.objective import h_values
+from memaudit_solvers.objective import evaluate, h_values
 from memaudit_solvers.problem import Problem
 from memaudit_solvers.random_problems import summary_problem
 
@@ -143,3 +145,69 @@ def test_kept_cuts_stay_in_step_with_the_node_lp():
     mu, pi, x, y, value = lp.solve(*bounds)
     assert pi.size == len(cuts)
     assert value >= brute_force(p, budget).value - 1e-9
+
+
+def test_both_branchings_prove_the_brute_force_optimum():
+    """The search branches on the most fractional candidate of an open group (take it or not) when the
+    node LP has one, else one child per option of a group (node_lp off: no LP below the root).  Both
+    must prove brute force's optimum; the fixed cases must exercise both (candidate branching in 37
+    and group branching in 28 of a larger grid of 192 on 2026-12-06)."""
+    seen = {"candidate_branchings": 0, "group_branchings": 0}
+    for seed in range(6):
+        for family in ("summary", "coupled", "pwl"):
+            for frac in (0.1, 0.25):
+                p = family_problem(family, 7, seed)
+                budget = frac * p.stream_cost()
+                opt = brute_force(p, budget).value
+                for node_lp in (True, False):
+                    r = branch_and_bound(p, budget, max_combos=1, tree_limit=0, node_lp=node_lp)
+                    assert r.status == "optimal", (seed, family, frac, node_lp)
+                    assert abs(r.value - opt) <= 1e-9 * max(1.0, abs(opt)), (seed, family, frac, node_lp)
+                    for key in seen:
+                        seen[key] += r.stats[key] > 0
+    assert seen["candidate_branchings"] >= 5 and seen["group_branchings"] >= 5, seen
+
+
+def _stores_within(search: Search, allowed: np.ndarray, budget: float) -> dict:
+    """Every store a node with these options allows, within the budget, with its F."""
+    per_group = [search.opt_cand[allowed & (search.opt_group == g)].tolist() for g in range(search.p.n_groups)]
+    out = {}
+    for pick in itertools.product(*[opts or [NONE] for opts in per_group]):
+        store = tuple(sorted(u for u in pick if u >= 0))
+        if search.p.costs[list(store)].sum() <= budget:
+            out[store] = evaluate(search.p, list(store))
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(4, 6), st.integers(0, 10**6), st.sampled_from(["summary", "coupled", "pwl"]),
+       st.sampled_from([0.1, 0.25, 0.5]))
+def test_candidate_branching_splits_the_stores_and_bounds_each_child(n, seed, family, frac):
+    """The two children of a candidate branching allow exactly the parent's stores between them, each
+    once, and the bound each is pushed with is at least the best store it allows (brute force)."""
+    p = family_problem(family, n, seed)
+    budget = frac * p.stream_cost()
+    search = Search(p, budget, exact_units=np.zeros(p.n_units, dtype=bool), use_lp=True, deadline=math.inf,
+                    dp_limit=10**6)
+    allowed = np.ones(search.n_opts, dtype=bool)
+    info = search.analyse(allowed, (p.weights.copy(), None))
+    lp = search.lp_prices(info, allowed, separate_cuts=True)
+    if info is None or lp is None:
+        return
+    info = search.analyse(allowed, lp[0])
+    if info is None or info["free_idx"].size == 0:
+        return
+    counts = np.bincount(info["seg_of"], minlength=info["starts"].size)
+    pushed = []
+    first = search.branch_on_candidate(info, lp[1], np.flatnonzero(counts >= 2), allowed,
+                                       lambda *entry: pushed.append(entry))
+    if first is None:
+        return
+    children = [first] + pushed
+    assert len(children) == 2
+    parent = _stores_within(search, allowed, budget)
+    split = [_stores_within(search, child[0], budget) for child in children]
+    assert set(split[0]) | set(split[1]) == set(parent) and not set(split[0]) & set(split[1])
+    for (_, _, ub, _), stores in zip(children, split):
+        if stores:
+            assert ub >= max(stores.values()) - 1e-9 * max(1.0, abs(ub))

@@ -212,7 +212,8 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         if search.stats["incumbent_updates"]:     # (not inc_value + offset > best_value: rounding)
             chosen = sorted(fixed + [u for j in search.inc_store for u in members[j]])
             best_value = max(best_value, search.inc_value + offset)
-        for key in ("nodes", "lp_solves", "dp_solves", "pruned", "fixed_by_reduced_cost", "incumbent_updates"):
+        for key in ("nodes", "lp_solves", "dp_solves", "pruned", "fixed_by_reduced_cost", "incumbent_updates",
+                    "candidate_branchings", "group_branchings"):
             stats[key] += search.stats[key]
         stats.update(restart_components=rstats["components"], restart_coupled_groups=rstats["coupled_groups"])
         if search.survivors is None:
