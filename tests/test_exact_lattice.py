@@ -39,3 +39,21 @@ def test_a_step_that_is_not_a_float_rounds_up_to_the_next_float():
     lowered = lattice_budget([0.1], 0.35)              # 3/10 exactly is no float
     assert as_fraction(lowered) >= as_fraction(0.3) and lowered < 0.35
     assert fits_budget([0.1, 0.1, 0.1], lowered) and not fits_budget([0.1] * 4, lowered)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=50), st.integers(-3, 3),
+       st.sampled_from([0.0, 1e-9, -1e-9, 0.5, -0.5, 1e-12]))
+def test_whole_costs_fit_exactly_as_their_decimals_say(costs, shift, frac):
+    """Whole-number costs take the float comparison; it must agree with the exact rule on the decimals,
+    also for budgets a hair off the total and totals near the budget."""
+    from memaudit_solvers.exact import exact_sum
+
+    budget = float(sum(costs) + shift) + frac
+    assert fits_budget(costs, budget) == (exact_sum(costs) <= as_fraction(budget))
+
+
+def test_whole_costs_at_the_float_limit_take_the_exact_path():
+    big = [2.0 ** 52, 2.0 ** 52, 1.0]           # magnitude 2**53 + 1: floats no longer add up exactly
+    assert fits_budget(big, 2.0 ** 53) is False
+    assert fits_budget([2.0 ** 52, 2.0 ** 52], 2.0 ** 53) is True
