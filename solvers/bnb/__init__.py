@@ -92,8 +92,9 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        ``MAX_RESTARTS`` times); every store better than the incumbent uses
        only those candidates and takes the fixed ones, so OPT is unchanged.
        ``stats`` counts ``restarts`` and the candidates ``fixed_in``.  The search takes the
-       open node of largest bound first, branching on the most fractional
-       group of the node LP.
+       open node of largest bound first, branching on the candidate whose
+       node-LP value is nearest 1/2 (take it or leave it), or without an LP
+       value on a group (one child per option).
        When every value of F lies on a grid (detected from the data, see
        :func:`objective_grid`) a bound below ``incumbent + step`` closes a
        node; otherwise the tolerance is 1e-9 relative.  Every tolerance is
