@@ -180,3 +180,17 @@ def test_restarts_that_fix_in_return_the_store_they_prove_optimal():
     assert r.status == "optimal" and r.stats["restarts"] >= 2 and r.stats["fixed_in"] > 0, r.stats
     assert r.value == pytest.approx(r.bound, rel=1e-9)
     assert r.value == pytest.approx(milp_highs(p, budget).value, rel=1e-9)
+
+
+def test_a_restart_inside_what_a_sub_mip_proved_skips_its_sub_mip():
+    """summary_problem(60, 1) at 25 %: HiGHS proves the root sub-MIP's store the best of its candidates,
+    and the restarts on subsets of them skip theirs (they could not find a better store); the optimum
+    is HiGHS's on the whole problem."""
+    from memaudit_solvers.milp import milp_highs
+    from memaudit_solvers.random_problems import summary_problem
+
+    p = summary_problem(60, 1)
+    budget = 0.25 * p.stream_cost()
+    r = branch_and_bound(p, budget)
+    assert r.status == "optimal" and r.stats["sub_mips_skipped"] >= 1, r.stats
+    assert r.value == pytest.approx(milp_highs(p, budget).value, rel=1e-9)

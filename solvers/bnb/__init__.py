@@ -185,6 +185,8 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         # restart on the candidates reduced-cost fixing left (every store better than the incumbent
         # uses only those, and takes those it fixed in): presolve and decomposition again, which can
         # split components, with the root's cuts carried over
+        skipping = search.restart_skips_sub_mip
+        stats["sub_mips_skipped"] = stats.get("sub_mips_skipped", 0) + int(skipping)
         shifted, gain, cost, cuts = fix_in(reduced, search.fixed_in, search.cuts)
         fixed += [u for j in search.fixed_in for u in members[j]]
         offset, spent = offset + gain, spent + cost
@@ -206,6 +208,7 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         members = [tuple(u for k in sub for u in members[k]) for sub in sub_members]
         search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, delta,
                          max_combos, fixed=fixed, spent=spent, offset=offset)
+        search.skip_sub_mip = skipping          # a sub-MIP already proved the best store of what is left
         search.cuts = cuts                      # the root's cuts, rewritten for what is left
         search.inc_value = best_value - offset  # the store stays the one found before the restart
         open_bound = search.run(_start_prices(reduced), root_lp=root_lp, node_lp=node_lp,
