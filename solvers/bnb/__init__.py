@@ -76,11 +76,12 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        each cut holds at every store within the budget, and the bound prices
        it with the LP's multiplier (valid for any multiplier >= 0).
     4. Incumbents: greedy, LP and DP roundings, the Lagrangian choice upgraded
-       greedily, the knapsack DP on a core of groups, and at the root a sub-MIP
-       (HiGHS, at most 5 s and 30 % of the time left) over the LP's support,
-       the groups it splits and every candidate reduced-cost fixing keeps
-       (:mod:`memaudit_solvers.bnb.primal`); its store is re-evaluated here and
-       never enters a bound.  Reduced-cost fixing removes options whose bound
+       greedily, the knapsack DP on a core of groups (at the root, then every
+       ``CORE_DP_EVERY`` nodes), and at the root a sub-MIP (HiGHS, at most 5 s
+       and 30 % of the time left) over the LP's support, the groups it splits
+       and every candidate reduced-cost fixing keeps, skipped after a restart
+       inside what an earlier sub-MIP proved (:mod:`memaudit_solvers.bnb.primal`);
+       its store is re-evaluated here and never enters a bound.  Reduced-cost fixing removes options whose bound
        (the Lagrangian bound with that option forced) cannot beat the
        incumbent by a grid step.  When at the root it removes at least 10 % of
        the candidates (a group whose 'none' goes and which keeps one candidate
