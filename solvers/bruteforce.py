@@ -6,8 +6,7 @@ import time
 
 import numpy as np
 
-from .exact import fits_budget
-from .objective import budget_slack, evaluate
+from .objective import budget_slack, costs_fit, evaluate
 from .problem import Problem
 from .result import Declined, Result, check_budget, make_result
 from .settings import Setting, validate_settings
@@ -57,7 +56,7 @@ def brute_force(problem: Problem, budget: float, /, *, max_stores: int = MAX_BRU
     def visit(g: int, spent: float):
         nonlocal best_value, best, n_checked
         if g == len(members):
-            if spent > budget - slack and not fits_budget(costs[chosen], budget):
+            if spent > budget - slack and not costs_fit(problem, costs[chosen], budget):
                 return      # inside the float slack but over the budget, exactly
             n_checked += 1
             value = evaluate(problem, chosen)

@@ -8,7 +8,7 @@ from .exact import fits_budget
 from .problem import Problem
 
 __all__ = ["as_indices", "coverage_sums", "unit_values", "sums_value", "evaluate", "total_cost",
-           "is_feasible", "infeasibility", "budget_slack", "marginal_gains", "standalone_values", "h_values", "h_inf",
+           "is_feasible", "infeasibility", "costs_fit", "budget_slack", "marginal_gains", "standalone_values", "h_values", "h_inf",
            "rows_entries", "SATURATION_RTOL"]
 
 #: most (entry, piece) pairs :func:`h_values` holds at once (8 bytes each, two temporaries)
@@ -172,10 +172,30 @@ def infeasibility(problem: Problem, chosen, budget: float) -> str:
         dup = int(np.flatnonzero(np.bincount(g) > 1)[0])
         return f"group {dup} has more than one chosen candidate"
     costs = problem.costs[idx]
-    unit = problem.cost_unit      # a power of two: dividing it out is exact
-    if not (fits_budget(costs, budget) if unit == 1.0 else fits_budget(costs / unit, float(budget) / unit)):
+    if not costs_fit(problem, costs, budget):
         return f"cost {_num(float(costs.sum()))} exceeds the budget {_num(float(budget))}"
     return ""
+
+
+def costs_fit(problem: Problem, costs, budget: float) -> bool:
+    """The exact budget rule for some of ``problem``'s costs: on the decimals the package states.
+
+    A problem rescaled by a power of two (:func:`memaudit_solvers.exact.rescaled`, ``cost_unit``)
+    has floats whose shortest decimals are not the package's scaled decimals, so the unit is divided
+    out first (exactly) and :func:`memaudit_solvers.exact.fits_budget` reads the package's numbers.
+    Every exact budget check of a store goes through here.
+
+    Examples
+    --------
+    >>> from memaudit_solvers.exact import rescaled
+    >>> p = Problem.build([1e6, 8e6], [0, 1], [[1.0], [1.0]], [1.0])
+    >>> q, b = rescaled(p, 9e6, 2.0 ** -23, 1.0)
+    >>> costs_fit(q, q.costs, b), costs_fit(p, p.costs, 9e6)
+    (True, True)
+    """
+    unit = problem.cost_unit      # a power of two: dividing it out is exact
+    costs = np.asarray(costs, dtype=float)
+    return fits_budget(costs, budget) if unit == 1.0 else fits_budget(costs / unit, float(budget) / unit)
 
 
 def _num(x: float) -> str:

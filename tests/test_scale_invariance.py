@@ -168,3 +168,21 @@ def test_scaling_weights_by_powers_of_ten(data, k):
 @given(small_problems(), st.integers(-15, 15), st.integers(-15, 15))
 def test_scaling_both_at_once_every_backend(data, k_cost, k_value):
     check_scaled(data, k_cost, k_value, sorted(BACKENDS))
+
+
+def test_a_store_spending_the_budget_exactly_survives_the_rescaling():
+    """Costs 1e6 and 8e6 with budget 9e6 (hypothesis found it): rescaled by 2**-23 the floats' shortest
+    decimals no longer add up (0.11920928955078125 + 0.95367431640625 > 1.0728836059570312 as decimals),
+    so a budget rule on the rescaled floats threw the optimal store away (bnb proved 0.5 against OPT 1).
+    Every exact check divides the cost unit out first (objective.costs_fit)."""
+    from memaudit_solvers.exact import rescaled
+
+    cov = np.zeros((7, 2))
+    cov[3, 1] = cov[4, 1] = 0.5
+    p = Problem.build([1e6, 1e6, 1e6, 1e6, 8e6, 1e6, 1e6], [0, 0, 0, 0, 1, 1, 1], cov, [1.0, 1.0])
+    q, b = rescaled(p, 9e6, 2.0 ** -23, 1.0)
+    assert q.costs[3] + q.costs[4] == b                  # the floats add up to the budget exactly
+    for fn in (branch_and_bound, brute_force):
+        assert fn(q, b).value == 1.0
+        assert run_rescaled(fn, p, 9e6).value == 1.0
+    assert certify(p, 9e6, method="bnb", backend="milp-highs").certified

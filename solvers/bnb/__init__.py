@@ -14,8 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..exact import fits_budget
-from ..objective import budget_slack, evaluate
+from ..objective import budget_slack, costs_fit, evaluate
 from ..problem import Problem
 from ..result import Result, check_budget, make_result
 from ..settings import TIME_LIMIT, Setting, validate_settings
@@ -198,7 +197,7 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         stats["restart_candidates"] = int(keep.sum())
         stats["fixed_in"] = len(fixed)
         if not keep.any():
-            if evaluate(p, fixed) > best_value and fits_budget(p.costs[fixed], budget):
+            if evaluate(p, fixed) > best_value and costs_fit(p, p.costs[fixed], budget):
                 best_value, chosen = evaluate(p, fixed), sorted(fixed)
             open_bound = -math.inf
             break
@@ -253,7 +252,7 @@ def _search(p: Problem, budget: float, reduced: Problem, members, exact_units, d
     def fits(store) -> bool:
         """The exact rule on the original candidates of a store of the reduced problem."""
         originals = fixed + [u for j in store for u in members[j]]
-        return fits_budget(p.costs[originals], budget)
+        return costs_fit(p, p.costs[originals], budget)
 
     return Search(reduced, budget - spent, exact_units=exact_units, use_lp=not exact_units.all(),
                   deadline=deadline, dp_limit=dp_limit, started=started, progress=progress, fits=fits, delta=delta,

@@ -123,7 +123,7 @@ class Search:
         if cost > self.budget + self.slack:
             return
         if self.fits is not None and cost >= self.budget - self.slack and not self.fits(store):
-            return  # within the float slack of the budget but over it exactly (solvers.exact.fits_budget)
+            return  # within the float slack of the budget but over it exactly (objective.costs_fit)
         if np.unique(self.p.groups[store]).size != store.size:
             return
         value = evaluate(self.p, store)
