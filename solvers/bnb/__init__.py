@@ -169,8 +169,7 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
                            message="no candidate fits the budget with positive value")
     reduced, members, exact_units, dstats, _ = decompose(p, active, max_combos, deadline=deadline,
                                                       budget=budget + tol_b, tree_limit=tree_limit)
-    search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, None,
-                     max_combos)
+    search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, None)
     search.offer([])
     if not root_lp or (exact_units.all() and search.cost_step <= 0):
         # with the root LP its rounding completed greedily comes first; with every unit exact and
@@ -185,7 +184,9 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         # restart on the candidates reduced-cost fixing left (every store better than the incumbent
         # uses only those, and takes those it fixed in): presolve and decomposition again, which can
         # split components, with the root's cuts carried over
-        skipping = search.restart_skips_sub_mip
+        # a sub-MIP that proved the best store of every candidate left leaves the next one nothing to find
+        skipping = search.skip_sub_mip or bool(
+            np.isin(np.concatenate([search.survivors, search.fixed_in]), search.sub_mip_proved).all())
         stats["sub_mips_skipped"] = stats.get("sub_mips_skipped", 0) + int(skipping)
         shifted, gain, cost, cuts = fix_in(reduced, search.fixed_in, search.cuts)
         fixed += [u for j in search.fixed_in for u in members[j]]
@@ -197,8 +198,9 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         stats["restart_candidates"] = int(keep.sum())
         stats["fixed_in"] = len(fixed)
         if not keep.any():
-            if evaluate(p, fixed) > best_value and costs_fit(p, p.costs[fixed], budget):
-                best_value, chosen = evaluate(p, fixed), sorted(fixed)
+            value = evaluate(p, fixed)
+            if value > best_value and costs_fit(p, p.costs[fixed], budget):
+                best_value, chosen = value, sorted(fixed)
             open_bound = -math.inf
             break
         delta = search.delta
@@ -207,8 +209,8 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         cuts = carry_cuts(cuts, shifted, reduced, sub_members, unit_origin)[0]
         members = [tuple(u for k in sub for u in members[k]) for sub in sub_members]
         search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, delta,
-                         max_combos, fixed=fixed, spent=spent, offset=offset)
-        search.skip_sub_mip = skipping          # a sub-MIP already proved the best store of what is left
+                         fixed=fixed, spent=spent, offset=offset)
+        search.skip_sub_mip = skipping
         search.cuts = cuts                      # the root's cuts, rewritten for what is left
         search.inc_value = best_value - offset  # the store stays the one found before the restart
         open_bound = search.run(_start_prices(reduced), root_lp=root_lp, node_lp=node_lp,
@@ -241,7 +243,7 @@ def _start_prices(reduced: Problem) -> np.ndarray:
 
 
 def _search(p: Problem, budget: float, reduced: Problem, members, exact_units, deadline, dp_limit, started,
-            progress, delta, max_combos, fixed=(), spent: float = 0.0, offset: float = 0.0) -> Search:
+            progress, delta, fixed=(), spent: float = 0.0, offset: float = 0.0) -> Search:
     """A :class:`Search` on ``reduced`` whose stores are checked against the exact budget rule on ``p``.
 
     After a restart that fixed candidates in, ``fixed`` are those (original candidates), ``spent``
@@ -256,7 +258,7 @@ def _search(p: Problem, budget: float, reduced: Problem, members, exact_units, d
 
     return Search(reduced, budget - spent, exact_units=exact_units, use_lp=not exact_units.all(),
                   deadline=deadline, dp_limit=dp_limit, started=started, progress=progress, fits=fits, delta=delta,
-                  max_combos=max_combos, offset=offset)
+                  offset=offset)
 
 
 def _check_settings(budget, time_limit, root_lp, node_lp, max_combos, dp_limit, tree_limit) -> dict:

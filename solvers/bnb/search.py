@@ -62,7 +62,7 @@ class Search:
 
     def __init__(self, problem: Problem, budget: float, *, exact_units: np.ndarray, use_lp: bool,
                  deadline: float, dp_limit: int, started: float | None = None, progress=None, fits=None,
-                 delta: float | None = None, max_combos: int = 4096, offset: float = 0.0):
+                 delta: float | None = None, offset: float = 0.0):
         self.p = problem
         self.offset = offset    # F of the candidates a restart fixed in: reports add it to this problem's F
         # exact budget rule for a store of this (reduced) problem, asked only near the budget
@@ -95,9 +95,7 @@ class Search:
         self.survivors: np.ndarray | None = None
         self.fixed_in = np.zeros(0, dtype=np.int64)     # with survivors: the candidates every better store takes
         self.skip_sub_mip = False                       # set by a restart whose candidates a sub-MIP closed
-        self.restart_skips_sub_mip = False              # with survivors: the restart may skip its sub-MIP
         self.sub_mip_proved = np.zeros(0, dtype=np.int64)   # candidates whose best store a sub-MIP proved
-        self.max_combos = max_combos
         self.cost_step = cost_step(problem.costs)
         self.inc_value = -math.inf
         self.inc_store = np.zeros(0, dtype=np.int64)
@@ -333,8 +331,6 @@ class Search:
         survivors = oc[real & ~drop & ~taken].astype(np.int64)
         fixed = np.concatenate([info["store"], oc[taken]]).astype(np.int64)
         self.survivors, self.fixed_in = survivors, fixed
-        self.restart_skips_sub_mip = self.skip_sub_mip or bool(
-            np.isin(np.concatenate([survivors, fixed]), self.sub_mip_proved).all())
         return True
 
     def branch_on_candidate(self, info, lp_x, open_segs, allowed, push):
