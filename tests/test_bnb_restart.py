@@ -194,3 +194,22 @@ def test_a_restart_inside_what_a_sub_mip_proved_skips_its_sub_mip():
     r = branch_and_bound(p, budget)
     assert r.status == "optimal" and r.stats["sub_mips_skipped"] >= 1, r.stats
     assert r.value == pytest.approx(milp_highs(p, budget).value, rel=1e-9)
+
+
+def test_restarts_that_keep_groups_without_none_match_brute_force():
+    """A restart carries the groups its root left no 'none' (every better store takes one of their
+    candidates: ``must_pick``); the rebuilt search refuses their empty choice.  Small summary problems,
+    kept coupled (``max_combos=1``, ``tree_limit=0``), prove brute force's optimum, and enough of them
+    carry such groups that a change which stops carrying them fails the floor."""
+    from memaudit_solvers.random_problems import summary_problem
+
+    carried = 0
+    for seed in range(16):
+        p = summary_problem(7, seed)
+        budget = 0.25 * p.stream_cost()
+        r = branch_and_bound(p, budget, max_combos=1, tree_limit=0)
+        assert r.status == "optimal"
+        assert r.value == pytest.approx(brute_force(p, budget).value, rel=1e-9, abs=1e-12), seed
+        carried += r.stats.get("must_pick", 0) > 0
+    # 11 of the 16 carry some on 2026-12-06
+    assert carried >= 6, carried

@@ -179,12 +179,14 @@ def _stores_within(search: Search, allowed: np.ndarray, budget: float) -> dict:
     return out
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.integers(4, 6), st.integers(0, 10**6), st.sampled_from(["summary", "coupled", "pwl"]),
-       st.sampled_from([0.1, 0.25, 0.5]))
-def test_candidate_branching_splits_the_stores_and_bounds_each_child(n, seed, family, frac):
+       st.sampled_from([0.1, 0.25, 0.5]), st.booleans())
+def test_candidate_branching_splits_the_stores_and_bounds_each_child(n, seed, family, frac, strong):
     """The two children of a candidate branching allow exactly the parent's stores between them, each
-    once, and the bound each is pushed with is at least the best store it allows (brute force)."""
+    once, and the bound each is pushed with is at least the best store it allows (brute force); with
+    the node's LP value (``strong``: the candidate chosen by trial LPs) as without.  Each child names
+    the candidate and the side it took, for the pseudocosts."""
     p = family_problem(family, n, seed)
     budget = frac * p.stream_cost()
     search = Search(p, budget, exact_units=np.zeros(p.n_units, dtype=bool), use_lp=True, deadline=math.inf,
@@ -200,7 +202,7 @@ def test_candidate_branching_splits_the_stores_and_bounds_each_child(n, seed, fa
     counts = np.bincount(info["seg_of"], minlength=info["starts"].size)
     pushed = []
     first = search.branch_on_candidate(info, lp[1], np.flatnonzero(counts >= 2), allowed,
-                                       lambda *entry: pushed.append(entry))
+                                       lambda *entry: pushed.append(entry), lp[2] if strong else math.nan)
     if first is None:
         return
     children = [first] + pushed
@@ -208,6 +210,11 @@ def test_candidate_branching_splits_the_stores_and_bounds_each_child(n, seed, fa
     parent = _stores_within(search, allowed, budget)
     split = [_stores_within(search, child[0], budget) for child in children]
     assert set(split[0]) | set(split[1]) == set(parent) and not set(split[0]) & set(split[1])
-    for (_, _, ub, _), stores in zip(children, split):
+    for (child, _, ub, _, branch), stores in zip(children, split):
         if stores:
             assert ub >= max(stores.values()) - 1e-9 * max(1.0, abs(ub))
+        cand, side = branch[0], branch[1]
+        assert all((cand in store) == bool(side) for store in stores)
+    assert {children[0][4][1], children[1][4][1]} == {0, 1} and children[0][4][0] == children[1][4][0]
+    if strong:
+        assert search.stats["strong_branching_lps"] > 0 and search.pc_count.sum() > 0

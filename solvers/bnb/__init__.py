@@ -189,6 +189,10 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
             np.isin(np.concatenate([search.survivors, search.fixed_in]), search.sub_mip_proved).all())
         stats["sub_mips_skipped"] = stats.get("sub_mips_skipped", 0) + int(skipping)
         shifted, gain, cost, cuts = fix_in(reduced, search.fixed_in, search.cuts)
+        # groups every better store takes a candidate of, less those with a candidate kept that covers
+        # nothing once the fixed ones are in ('none' is then as good as that candidate)
+        must_pick = np.setdiff1d(search.must_pick, shifted.groups[search.survivors[
+            np.diff(shifted.coverage.indptr)[search.survivors] == 0]])
         fixed += [u for j in search.fixed_in for u in members[j]]
         offset, spent = offset + gain, spent + cost
         keep = np.zeros(reduced.n_candidates, dtype=bool)
@@ -211,6 +215,14 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, delta,
                          fixed=fixed, spent=spent, offset=offset)
         search.skip_sub_mip = skipping
+        # a group the last root's fixing left without 'none' (every better store takes one of its
+        # candidates) keeps no 'none' in the rebuilt problem; a collapsed component keeps no empty store
+        sizes = np.fromiter((len(sub) for sub in sub_members), dtype=np.int64, count=len(sub_members))
+        flat = np.fromiter((k for sub in sub_members for k in sub), dtype=np.int64, count=int(sizes.sum()))
+        hit = np.bincount(np.repeat(np.arange(sizes.size), sizes), weights=np.isin(shifted.groups[flat], must_pick),
+                          minlength=sizes.size) > 0
+        search.none_out[reduced.groups[hit]] = True
+        stats["must_pick"] = stats.get("must_pick", 0) + int(search.none_out.sum())
         search.cuts = cuts                      # the root's cuts, rewritten for what is left
         search.inc_value = best_value - offset  # the store stays the one found before the restart
         open_bound = search.run(_start_prices(reduced), root_lp=root_lp, node_lp=node_lp,
@@ -219,7 +231,7 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
             chosen = sorted(fixed + [u for j in search.inc_store for u in members[j]])
             best_value = max(best_value, search.inc_value + offset)
         for key in ("nodes", "lp_solves", "dp_solves", "pruned", "fixed_by_reduced_cost", "incumbent_updates",
-                    "candidate_branchings", "group_branchings"):
+                    "candidate_branchings", "group_branchings", "strong_branching_lps"):
             stats[key] += search.stats[key]
         stats.update(restart_components=rstats["components"], restart_coupled_groups=rstats["coupled_groups"])
         if search.survivors is None:

@@ -18,6 +18,9 @@ from ..problem import Problem
 
 __all__ = ["NodeLP"]
 
+#: HiGHS's default ``simplex_iteration_limit`` (no limit)
+_NO_LIMIT = 2**31 - 1
+
 
 class NodeLP:
     """``max sum_r w_r y_r`` s.t. ``y_r <= a_rk * (sum_u a_ur x_u) + b_rk`` per piece, the budget, one per group.
@@ -130,6 +133,31 @@ class NodeLP:
             if status == self.hs.HighsStatus.kOk:
                 out.append(np.asarray(lam, dtype=float))
         return out
+
+    def trial(self, column: int, lower: float, upper: float, restore: tuple[float, float], iterations: int) -> float:
+        """The LP value with candidate ``column``'s bounds set to ``[lower, upper]``, then ``restore`` d.
+
+        A strong-branching probe: the dual simplex starts from the current basis (a bound change
+        keeps it dual feasible) and stops after ``iterations``; an LP HiGHS finds infeasible is
+        -inf, one it does not finish is the value where it stopped (the dual simplex's objective,
+        at least the child's LP value), and None is returned when HiGHS reports neither.  Only a
+        branching choice uses it, never a bound.
+        """
+        h = self.h
+        h.setOptionValue("simplex_iteration_limit", int(iterations))
+        h.changeColBounds(int(column), float(lower), float(upper))
+        try:
+            h.run()
+            status = h.getModelStatus()
+            ms = self.hs.HighsModelStatus
+            if status == ms.kInfeasible:
+                return -np.inf
+            if status not in (ms.kOptimal, ms.kIterationLimit):
+                return None
+            return -h.getInfo().objective_function_value * self.w_scale
+        finally:
+            h.changeColBounds(int(column), float(restore[0]), float(restore[1]))
+            h.setOptionValue("simplex_iteration_limit", _NO_LIMIT)
 
     def solve(self, lower: np.ndarray, upper: np.ndarray, group_lower: np.ndarray):
         """Re-solve with these candidate bounds and group-row lower bounds.
