@@ -201,10 +201,21 @@ def _tree_order(g_units: Mapping[int, Sequence[int]], best: list[int]) -> list[i
     graph.add_nodes_from(range(n))
     graph.add_edges_from((k, unit_node[r]) for k, g in enumerate(groups) for r in g_units[g])
     # min-degree first (near linear); min-fill-in (about 20 times slower on a 2,250-node graph: 3.9 s
-    # against 0.2 s, for width 159 against 179) only where the width is small enough to matter
+    # against 0.2 s, for width 159 against 179) only where the min-degree order keeps few enough units
+    # open for a refinement to matter (on summary_problem(3000, 1)'s restarts the orders kept 70-221
+    # open, the refinements took 1.5 s and none came near MAX_OPEN_UNITS)
     width, tree = treewidth_min_degree(graph)
-    if width <= REFINE_WIDTH:
-        _, tree = treewidth_min_fill_in(graph)
+    order = _bag_order(nx, tree, groups)
+    if width <= REFINE_WIDTH and open_width(order, g_units) <= REFINE_WIDTH:
+        refined = _bag_order(nx, treewidth_min_fill_in(graph)[1], groups)
+        if open_width(refined, g_units) < open_width(order, g_units):
+            order = refined
+    return order if open_width(order, g_units) < best_width else best
+
+
+def _bag_order(nx, tree, groups: list[int]) -> list[int]:
+    """The groups in the order a depth-first walk of the tree decomposition from one end of a longest
+    path meets their bags (the groups of no bag last)."""
     bags = sorted(tree.nodes, key=lambda bag: sorted(bag))
     far = bags[0]
     for _ in range(2):                      # two sweeps: a bag at one end of a longest path
@@ -218,7 +229,7 @@ def _tree_order(g_units: Mapping[int, Sequence[int]], best: list[int]) -> list[i
                 seen.add(i)
                 order.append(groups[i])
     order += [groups[i] for i in range(len(groups)) if i not in seen]
-    return order if open_width(order, g_units) < best_width else best
+    return order
 
 
 #: largest group--unit graph (groups + units) given to networkx's tree decomposition
