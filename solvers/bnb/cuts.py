@@ -187,15 +187,17 @@ def _best_cut(problem: Problem, r: int, a: np.ndarray, xs: np.ndarray):
     z_s = in_s.astype(float) @ a                                   # (m + 1,)
     z_n = float(a.sum())
 
-    def h(z):
-        z = np.asarray(z, dtype=float)
-        return h_values(problem, np.full(z.size, r), z.ravel()).reshape(z.shape)
-
-    f_s = h(z_s)                                                    # f(S_k)
-    rho_minus = f_s[:, None] - h(z_s[:, None] - a[None, :])         # rho_u(S - u), u in S
-    rho_empty = h(a) - h(np.zeros(1))                               # rho_u({})
-    rho_n = h(np.full(1, z_n)) - h(z_n - a)                         # rho_u(N - u)
-    rho_plus = h(z_s[:, None] + a[None, :]) - f_s[:, None]          # rho_u(S), u not in S
+    # every value of h the forms need, in one evaluation: h(S_k), h(S_k - u), h(u), h(0), h(N), h(N - u),
+    # h(S_k + u)
+    parts = [z_s, (z_s[:, None] - a[None, :]).ravel(), a, np.zeros(1), np.full(1, z_n), z_n - a,
+             (z_s[:, None] + a[None, :]).ravel()]
+    hv = np.split(h_values(problem, np.array([r]), np.concatenate(parts)[:, None])[:, 0],
+                  np.cumsum([part.size for part in parts])[:-1])
+    f_s = hv[0]                                                     # f(S_k)
+    rho_minus = f_s[:, None] - hv[1].reshape(m + 1, m)              # rho_u(S - u), u in S
+    rho_empty = hv[2] - hv[3]                                       # rho_u({})
+    rho_n = hv[4] - hv[5]                                           # rho_u(N - u)
+    rho_plus = hv[6].reshape(m + 1, m) - f_s[:, None]               # rho_u(S), u not in S
     alpha1 = np.where(in_s, rho_minus, rho_empty[None, :])
     alpha2 = np.where(in_s, rho_n[None, :], rho_plus)
     alpha = np.concatenate([alpha1, alpha2])                        # (2m + 2, m)
