@@ -402,3 +402,26 @@ def test_one_odd_cost_among_integers(seed):
     p = Problem.build(costs, groups, cov, rng.integers(1, 4, size=4).astype(float))
     for budget in (costs[0] + costs[1], costs.sum() / 3, float(rng.uniform(1, 8))):
         assert branch_and_bound(p, budget).value == pytest.approx(opt_by_enumeration(p, [budget])[0], abs=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 10**7), st.integers(0, 6)), min_size=1, max_size=6),
+                min_size=1, max_size=6))
+def test_decimal_steps_are_the_rational_steps(segments):
+    """The vector reading of decimals gives each segment the step cost_step's rational gcd gives
+    (values m / 10**k, sorted and unique per segment as objective_grid hands them over)."""
+    from memaudit_solvers.bnb.grid import _decimal_steps, cost_step
+
+    segs = [np.unique([m / 10.0 ** k for m, k in seg]) for seg in segments]
+    values = np.concatenate(segs)
+    first = np.cumsum([0] + [s.size for s in segs[:-1]])
+    fast = _decimal_steps(values, first)
+    assert fast is not None
+    assert fast.tolist() == [cost_step(s) for s in segs]
+
+
+def test_decimal_steps_refuse_what_is_no_short_decimal():
+    from memaudit_solvers.bnb.grid import _decimal_steps
+
+    assert _decimal_steps(np.array([0.5, 0.1234567891]), np.array([0])) is None
+    assert _decimal_steps(np.array([1 / 3]), np.array([0])) is None
