@@ -134,7 +134,8 @@ class NodeLP:
                 out.append(np.asarray(lam, dtype=float))
         return out
 
-    def trial(self, column: int, lower: float, upper: float, restore: tuple[float, float], iterations: int) -> float:
+    def trial(self, column: int, lower: float, upper: float, restore: tuple[float, float],
+              iterations: int) -> float | None:
         """The LP value with candidate ``column``'s bounds set to ``[lower, upper]``, then ``restore`` d.
 
         A strong-branching probe: the dual simplex starts from the current basis (a bound change
