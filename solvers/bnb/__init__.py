@@ -91,10 +91,14 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        carried over to the rebuilt problem, then a new root (at most
        ``MAX_RESTARTS`` times); every store better than the incumbent uses
        only those candidates and takes the fixed ones, so OPT is unchanged.
-       ``stats`` counts ``restarts`` and the candidates ``fixed_in``.  The search takes the
-       open node of largest bound first, branching on the candidate whose
-       node-LP value is nearest 1/2 (take it or leave it), or without an LP
-       value on a group (one child per option).
+       A group whose 'none' goes but which keeps two or more candidates keeps
+       no 'none' in the rebuilt problem (``must_pick``).
+       ``stats`` counts ``restarts``, the candidates ``fixed_in`` and those
+       groups.  The search takes the open node of largest bound first,
+       branching on a fractional candidate (take it or leave it) chosen by
+       reliability branching (pseudocosts, and trial LPs for candidates not
+       yet observed: ``strong_branching_lps``), or without an LP value on a
+       group (one child per option).
        When every value of F lies on a grid (detected from the data, see
        :func:`objective_grid`) a bound below ``incumbent + step`` closes a
        node; otherwise the tolerance is 1e-9 relative.  Every tolerance is
