@@ -129,3 +129,28 @@ def test_root_cuts_raise_the_bound_on_a_summary_package():
     r = branch_and_bound(p, 0.25 * p.stream_cost())
     assert r.status == "optimal"
     assert r.stats["cuts"] > 0 and r.stats["cut_rounds"] > 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(3, 12), st.integers(0, 10**6), st.sampled_from(["summary", "coupled", "pwl"]),
+       st.integers(0, 10**6))
+def test_cmir_cuts_of_a_batch_are_each_units_own(n, seed, family, point_seed):
+    """separate() finds the c-MIR cuts of every unit with m candidates in one batch: each unit's cut is
+    the one it gets alone (the same right-hand side, gamma and coefficients)."""
+    from memaudit_solvers.bnb.cuts import _mir_cuts
+
+    p, x = problem_and_point(family, n, seed, point_seed)
+    cov = p.coverage.tocsc()
+    counts = np.diff(cov.indptr)
+    for m in np.unique(counts[counts >= 1]).tolist():
+        rs = np.flatnonzero(counts == m)
+        idx = cov.indptr[rs][:, None] + np.arange(m)
+        a, xs = cov.data[idx], x[cov.indices[idx]]
+        rhs, gamma, alpha = _mir_cuts(p, rs, a, xs)
+        for i, r in enumerate(rs.tolist()):
+            alone = _mir_cut(p, r, a[i], xs[i])
+            if alone is None:
+                assert not np.isfinite(rhs[i])
+            else:
+                assert np.isclose(rhs[i], alone[0], rtol=1e-12, atol=1e-12)
+                assert gamma[i] == alone[1] and (alpha[i] == alone[2]).all()

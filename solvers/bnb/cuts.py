@@ -61,6 +61,9 @@ CUT_MARGIN = 1e-12
 #: a c-MIR's right-hand side must have a fractional part in [MIR_MIN_FRAC, 1 - MIR_MIN_FRAC]
 MIR_MIN_FRAC = 0.05
 
+#: most entries (units x scales x complemented sets x candidates) of one batch of c-MIR rows
+MIR_BATCH = 1_000_000
+
 
 class Cuts:
     """The cuts found so far: ``ycoef[k] . h(z) <= gamma[k] + alpha[k] . x`` for every store x.
@@ -143,72 +146,83 @@ def separate(problem: Problem, x: np.ndarray, y: np.ndarray, units: np.ndarray):
     (0.2, [[0.4, 0.4]])
     """
     cov = sp.csc_array(problem.coverage)
-    out_unit: list[int] = []
-    out_gamma: list[float] = []
-    rows: list[np.ndarray] = []
-    cols: list[np.ndarray] = []
-    vals: list[np.ndarray] = []
+    units = np.asarray(units, dtype=np.int64)
     frac = (x > 1e-9) & (x < 1 - 1e-9)
-    for r in np.asarray(units, dtype=np.int64).tolist():
-        if y[r] <= VIOLATION:
-            continue
-        lo, hi = cov.indptr[r], cov.indptr[r + 1]
-        c = cov.indices[lo:hi]
-        if c.size < 2 or not frac[c].any():
-            continue
-        a = cov.data[lo:hi]
-        best = _mir_cut(problem, r, a, x[c])
-        if best is None or best[0] >= y[r] - VIOLATION:
-            best = _best_cut(problem, r, a, x[c])
-        if best is not None and best[0] < y[r] - VIOLATION:
-            _, gamma, alpha = best
-            nz = alpha != 0
-            out_unit.append(r)
-            out_gamma.append(gamma)
-            rows.append(np.full(int(nz.sum()), len(out_unit) - 1))
-            cols.append(c[nz])
-            vals.append(alpha[nz])
-    n = len(out_unit)
-    if n == 0:
+    counts = np.diff(cov.indptr)
+    # fractional candidates per unit, from the prefix sums over the column entries
+    n_frac = np.diff(np.concatenate([[0], np.cumsum(frac[cov.indices])])[cov.indptr])
+    pos = np.flatnonzero((y[units] > VIOLATION) & (counts[units] >= 2) & (n_frac[units] > 0))
+    found: list[tuple[int, int, float, np.ndarray, np.ndarray]] = []
+    # the c-MIR cuts of all units with the same number of candidates at once, a chunk at a time
+    for m in np.unique(counts[units[pos]]).tolist():
+        mine = pos[counts[units[pos]] == m]
+        step = max(1, MIR_BATCH // (3 * m * m))
+        for lo in range(0, mine.size, step):
+            at = mine[lo:lo + step]
+            rs = units[at]
+            idx = cov.indptr[rs][:, None] + np.arange(m)
+            cols, a, xs = cov.indices[idx], cov.data[idx], x[cov.indices[idx]]
+            rhs, gamma, alpha = _mir_cuts(problem, rs, a, xs)
+            # the submodular forms where no c-MIR cut is violated
+            other = rhs >= y[rs] - VIOLATION
+            if other.any():
+                rhs[other], gamma[other], alpha[other] = _best_cuts(problem, rs[other], a[other], xs[other])
+            for i in np.flatnonzero(rhs < y[rs] - VIOLATION).tolist():
+                nz = alpha[i] != 0
+                found.append((int(at[i]), int(rs[i]), float(gamma[i]), cols[i][nz], alpha[i][nz]))
+    if not found:
         return np.zeros(0, dtype=np.int64), np.zeros(0), sp.csr_array((0, problem.n_candidates))
-    alpha = sp.csr_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+    found.sort(key=lambda cut: cut[0])          # in the order of ``units``
+    n = len(found)
+    lengths = [cut[3].size for cut in found]
+    alpha = sp.csr_array((np.concatenate([cut[4] for cut in found]),
+                          (np.repeat(np.arange(n), lengths), np.concatenate([cut[3] for cut in found]))),
                          shape=(n, problem.n_candidates))
-    return np.asarray(out_unit, dtype=np.int64), np.asarray(out_gamma), alpha
+    return (np.array([cut[1] for cut in found], dtype=np.int64), np.array([cut[2] for cut in found]), alpha)
 
 
 def _best_cut(problem: Problem, r: int, a: np.ndarray, xs: np.ndarray):
-    """``(rhs at xs, gamma, alpha)`` of the least of the forms (1), (2) over prefix sets S."""
-    m = a.size
-    order = np.argsort(-xs, kind="stable")
-    # prefix sets S_k = the k candidates of largest x, k = 0..m, as a mask per row
-    in_s = np.zeros((m + 1, m), dtype=bool)
-    for k in range(1, m + 1):
-        in_s[k, order[:k]] = True
-    z_s = in_s.astype(float) @ a                                   # (m + 1,)
-    z_n = float(a.sum())
+    """``(rhs at xs, gamma, alpha)`` of the least of the forms (1), (2) over prefix sets S, or None."""
+    rhs, gamma, alpha = _best_cuts(problem, np.array([r]), np.asarray(a, dtype=float)[None, :],
+                                   np.asarray(xs, dtype=float)[None, :])
+    return (float(rhs[0]), float(gamma[0]), alpha[0]) if np.isfinite(rhs[0]) else None
 
+
+def _best_cuts(problem: Problem, units: np.ndarray, a: np.ndarray, xs: np.ndarray):
+    """Per unit, the least at its point of the forms (1), (2) over the prefix sets S of its candidates by
+    falling x: ``(rhs, gamma, alpha)``, rhs ``inf`` where none.  ``a``, ``xs``: (U, m), as for
+    :func:`_mir_cuts`."""
+    n_u, m = a.shape
+    order = np.argsort(-xs, axis=1, kind="stable")
+    # prefix sets S_k = the k candidates of largest x, k = 0..m, as a mask per row
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(m)[None, :], axis=1)
+    in_s = rank[:, None, :] < np.arange(m + 1)[None, :, None]                   # (U, m + 1, m)
+    z_s = np.einsum("ukm,um->uk", in_s.astype(float), a)                        # (U, m + 1)
+    z_n = a.sum(axis=1)
     # every value of h the forms need, in one evaluation: h(S_k), h(S_k - u), h(u), h(0), h(N), h(N - u),
     # h(S_k + u)
-    parts = [z_s, (z_s[:, None] - a[None, :]).ravel(), a, np.zeros(1), np.full(1, z_n), z_n - a,
-             (z_s[:, None] + a[None, :]).ravel()]
-    hv = np.split(h_values(problem, np.array([r]), np.concatenate(parts)[:, None])[:, 0],
-                  np.cumsum([part.size for part in parts])[:-1])
-    f_s = hv[0]                                                     # f(S_k)
-    rho_minus = f_s[:, None] - hv[1].reshape(m + 1, m)              # rho_u(S - u), u in S
-    rho_empty = hv[2] - hv[3]                                       # rho_u({})
-    rho_n = hv[4] - hv[5]                                           # rho_u(N - u)
-    rho_plus = hv[6].reshape(m + 1, m) - f_s[:, None]               # rho_u(S), u not in S
-    alpha1 = np.where(in_s, rho_minus, rho_empty[None, :])
-    alpha2 = np.where(in_s, rho_n[None, :], rho_plus)
-    alpha = np.concatenate([alpha1, alpha2])                        # (2m + 2, m)
-    s2 = np.concatenate([in_s, in_s])
-    gamma = np.concatenate([f_s, f_s]) - np.where(s2, alpha, 0.0).sum(axis=1)
-    gamma += CUT_MARGIN * (1.0 + np.abs(np.concatenate([f_s, f_s])) + np.abs(alpha).sum(axis=1))
-    rhs = gamma + alpha @ xs
-    k = int(np.argmin(rhs))
-    if not np.isfinite(rhs[k]):
-        return None
-    return float(rhs[k]), float(gamma[k]), alpha[k]
+    parts = [z_s, (z_s[:, :, None] - a[:, None, :]).reshape(n_u, -1), a, np.zeros((n_u, 1)), z_n[:, None],
+             z_n[:, None] - a, (z_s[:, :, None] + a[:, None, :]).reshape(n_u, -1)]
+    hv = np.split(h_values(problem, units, np.concatenate(parts, axis=1).T).T,
+                  np.cumsum([part.shape[1] for part in parts])[:-1], axis=1)
+    f_s = hv[0]                                                                  # f(S_k)
+    rho_minus = f_s[:, :, None] - hv[1].reshape(n_u, m + 1, m)                   # rho_u(S - u), u in S
+    rho_empty = hv[2] - hv[3]                                                    # rho_u({})
+    rho_n = hv[4] - hv[5]                                                        # rho_u(N - u)
+    rho_plus = hv[6].reshape(n_u, m + 1, m) - f_s[:, :, None]                    # rho_u(S), u not in S
+    alpha1 = np.where(in_s, rho_minus, rho_empty[:, None, :])
+    alpha2 = np.where(in_s, rho_n[:, None, :], rho_plus)
+    alpha = np.concatenate([alpha1, alpha2], axis=1)                             # (U, 2m + 2, m)
+    s2 = np.concatenate([in_s, in_s], axis=1)
+    f2 = np.concatenate([f_s, f_s], axis=1)
+    gamma = f2 - np.where(s2, alpha, 0.0).sum(axis=2)
+    gamma += CUT_MARGIN * (1.0 + np.abs(f2) + np.abs(alpha).sum(axis=2))
+    rhs = gamma + np.einsum("ukm,um->uk", alpha, xs)
+    k = np.argmin(rhs, axis=1)
+    u = np.arange(n_u)
+    best = rhs[u, k]
+    return np.where(np.isfinite(best), best, np.inf), gamma[u, k], alpha[u, k]
 
 
 def mir_function(g, f):
@@ -220,55 +234,78 @@ def mir_function(g, f):
 
 
 def _mir_cut(problem: Problem, r: int, a: np.ndarray, xs: np.ndarray):
-    """``(rhs at xs, gamma, alpha)`` of the least c-MIR cut of unit r at ``xs`` (see the module), or None.
+    """``(rhs at xs, gamma, alpha)`` of the least c-MIR cut of unit r at ``xs`` (see the module), or None."""
+    rhs, gamma, alpha = _mir_cuts(problem, np.array([r]), np.asarray(a, dtype=float)[None, :],
+                                  np.asarray(xs, dtype=float)[None, :])
+    return (float(rhs[0]), float(gamma[0]), alpha[0]) if np.isfinite(rhs[0]) else None
 
-    Tried per piece of positive slope: every scale ``delta`` in ``s * a`` (the fractional candidates'
-    first), then half, a quarter and an eighth of the best one; complemented sets ``x >= 0.5``, ``x > 0``
-    and none.
+
+def _mir_cuts(problem: Problem, units: np.ndarray, a: np.ndarray, xs: np.ndarray):
+    """The least c-MIR cut of each unit at its point: ``(rhs, gamma, alpha)``, rhs ``inf`` where none.
+
+    ``a`` and ``xs`` (U, m) are the coverage and the LP values of each unit's m candidates (every
+    unit of a call has m).  Tried per piece of positive slope: every scale ``delta`` in ``s * a``
+    (the fractional candidates' when there are any), then half, a quarter and an eighth of the
+    best one; complemented sets ``x >= 0.5``, ``x > 0`` and none.  Among equal right-hand sides the
+    first piece, pass, scale and set in that order wins.
     """
-    cap = float(h_values(problem, np.array([r]), np.array([float(a.sum())]))[0])
-    frac = (xs > 1e-9) & (xs < 1 - 1e-9)
-    complements = np.stack([xs >= 0.5, xs > 1e-9, np.zeros(a.size, dtype=bool)])
-    best = None
-    for s, b in zip(problem.h_slopes[r].tolist(), problem.h_intercepts[r].tolist()):
-        if s <= 0 or b >= cap:
-            continue                    # a flat piece, or one that never binds below the cap
-        deltas = np.unique(s * a[frac]) if frac.any() else np.unique(s * a)
-        found = _mir_rows(-s * a, b - cap, cap, deltas, complements, xs)
-        if found is None:
+    n_u, m = a.shape
+    cap = h_values(problem, units, a.sum(axis=1))
+    frac = np.asarray((xs > 1e-9) & (xs < 1 - 1e-9))
+    complements = np.stack([xs >= 0.5, xs > 1e-9, np.zeros_like(frac)], axis=1)      # (U, 3, m)
+    pool = np.where(np.any(frac, axis=1)[:, None], frac, True)
+    best_rhs, best_gamma, best_alpha = np.full(n_u, np.inf), np.zeros(n_u), np.zeros((n_u, m))
+    for k in range(problem.h_slopes.shape[1]):
+        s, b = problem.h_slopes[units, k], problem.h_intercepts[units, k]
+        live = (s > 0) & (b < cap)      # not a flat piece, nor one that never binds below the cap
+        if not live.any():
             continue
-        scaled = _mir_rows(-s * a, b - cap, cap, found[3] / np.array([2.0, 4.0, 8.0]), complements, xs)
-        for cut in (found, scaled):
-            if cut is not None and (best is None or cut[0] < best[0]):
-                best = cut
-    return None if best is None else best[:3]
+        sa = s[:, None] * a
+        # each unit's distinct scales, ascending (np.unique's order), the rest masked out
+        deltas = np.sort(np.where(pool, sa, np.inf), axis=1)
+        usable = np.isfinite(deltas)
+        usable[:, 1:] &= deltas[:, 1:] != deltas[:, :-1]
+        usable &= live[:, None]
+        found = _mir_rows(-sa, b - cap, cap, np.where(usable, deltas, 1.0), usable, complements, xs)
+        halves = found[3][:, None] / np.array([2.0, 4.0, 8.0])
+        again = np.isfinite(found[0])[:, None] & np.ones((1, 3), dtype=bool)
+        scaled = _mir_rows(-sa, b - cap, cap, np.where(again, halves, 1.0), again, complements, xs)
+        for rhs, gamma, alpha, _ in (found, scaled):
+            better = rhs < best_rhs
+            best_rhs = np.where(better, rhs, best_rhs)
+            best_gamma = np.where(better, gamma, best_gamma)
+            best_alpha = np.where(better[:, None], alpha, best_alpha)
+    return best_rhs, best_gamma, best_alpha
 
 
-def _mir_rows(g0: np.ndarray, rhs0: float, cap: float, deltas: np.ndarray, complements: np.ndarray,
-              xs: np.ndarray):
-    """The least at ``xs`` of the c-MIR cuts of ``g0 . x - t <= rhs0`` (``t = cap - y >= 0``).
+def _mir_rows(g0: np.ndarray, rhs0: np.ndarray, cap: np.ndarray, deltas: np.ndarray, usable: np.ndarray,
+              complements: np.ndarray, xs: np.ndarray):
+    """Per unit, the least at ``xs`` of the c-MIR cuts of ``g0 . x - t <= rhs0`` (``t = cap - y >= 0``).
 
-    One cut per scale in ``deltas`` and complemented set (rows of ``complements``); a right-hand
-    side whose fractional part is outside [MIR_MIN_FRAC, 1 - MIR_MIN_FRAC] gives none.  Returns
-    ``(rhs at xs, gamma, alpha, delta)`` or None.
+    One cut per scale in ``deltas`` (U, D; those ``usable`` marks) and complemented set (rows of
+    ``complements``, U x K x m); a right-hand side whose fractional part is outside [MIR_MIN_FRAC,
+    1 - MIR_MIN_FRAC] gives none.  Returns ``(rhs at xs, gamma, alpha, delta)`` per unit, rhs ``inf``
+    (and the rest meaningless) where there is none.
     """
-    d = deltas[:, None, None]                                           # (D, 1, 1)
-    comp = complements[None, :, :]                                      # (1, K, m)
-    g = g0[None, None, :] / d                                           # (D, 1, m)
-    beta = rhs0 / d[:, :, 0] - np.where(comp, g, 0.0).sum(axis=2)       # (D, K)
+    d = deltas[:, :, None, None]                                        # (U, D, 1, 1)
+    comp = complements[:, None, :, :]                                   # (U, 1, K, m)
+    g = g0[:, None, None, :] / d                                        # (U, D, 1, m)
+    beta = rhs0[:, None, None] / d[..., 0] - np.where(comp, g, 0.0).sum(axis=3)   # (U, D, K)
     fl = np.floor(beta)
     f = beta - fl
-    gz = np.where(comp, -g, g)                                          # (D, K, m): z = x or 1 - x
+    gz = np.where(comp, -g, g)                                          # (U, D, K, m): z = x or 1 - x
     with np.errstate(divide="ignore", invalid="ignore"):
-        big_f = mir_function(gz, f[:, :, None])
-    k = d[:, :, 0] * (1 - f)                                            # (D, K)
-    alpha = np.where(comp, 1.0, -1.0) * k[:, :, None] * big_f
-    on_comp = k * np.where(comp, big_f, 0.0).sum(axis=2)
-    gamma = cap + k * fl - on_comp
-    gamma = gamma + CUT_MARGIN * (1.0 + abs(cap) + np.abs(k * fl) + np.abs(on_comp) + np.abs(alpha).sum(axis=2))
-    ok = (f >= MIR_MIN_FRAC) & (f <= 1 - MIR_MIN_FRAC)
-    rhs = np.where(ok, gamma + np.einsum("dkm,m->dk", alpha, xs), np.inf)
-    i, j = np.unravel_index(int(np.argmin(rhs)), rhs.shape)
-    if not np.isfinite(rhs[i, j]):
-        return None
-    return float(rhs[i, j]), float(gamma[i, j]), alpha[i, j], float(deltas[i])
+        big_f = mir_function(gz, f[..., None])
+    k = d[..., 0] * (1 - f)                                             # (U, D, K)
+    alpha = np.where(comp, 1.0, -1.0) * k[..., None] * big_f
+    on_comp = k * np.where(comp, big_f, 0.0).sum(axis=3)
+    c = cap[:, None, None]
+    gamma = c + k * fl - on_comp
+    gamma = gamma + CUT_MARGIN * (1.0 + np.abs(c) + np.abs(k * fl) + np.abs(on_comp) + np.abs(alpha).sum(axis=3))
+    ok = (f >= MIR_MIN_FRAC) & (f <= 1 - MIR_MIN_FRAC) & usable[:, :, None]
+    rhs = np.where(ok, gamma + np.einsum("udkm,um->udk", alpha, xs), np.inf)
+    n_u, n_d, n_k = rhs.shape
+    j = np.argmin(rhs.reshape(n_u, -1), axis=1)
+    i_d, i_k = np.divmod(j, n_k)
+    u = np.arange(n_u)
+    return rhs[u, i_d, i_k], gamma[u, i_d, i_k], alpha[u, i_d, i_k], deltas[u, i_d]

@@ -116,18 +116,20 @@ def _mir(coef_v, coef_r, rows, x, y, r_val, node_lp, err, col_hi, transposed):
     s_coef_r = np.where(r_up, -c_r, c_r)
     neg_y = np.minimum(s_coef_y, 0.0)                      # only these stay: S = -sum neg * s
     neg_r = np.minimum(s_coef_r, 0.0)
-    # 2. integer part: complement x > 1/2
-    c_x = coef_v[:n_x].copy()
+    # 2. integer part: complement x > 1/2; only the candidates the row has (``supp``) enter, as F(0) = 0
+    c_x = coef_v[:n_x]
     comp = x > 0.5
     rhs -= float(c_x[comp].sum())
-    g = np.where(comp, -c_x, c_x)
+    supp = np.flatnonzero(c_x)
+    comp_s, x_s = comp[supp], x[supp]
+    g = np.where(comp_s, -c_x[supp], c_x[supp])
     # 3. scales: 1 (the Gomory cut), and |g_j| of fractional candidates with the largest ones
-    fr = np.flatnonzero((np.minimum(x, 1 - x) > 1e-6) & (np.abs(g) > 1e-9))
+    fr = np.flatnonzero((np.minimum(x_s, 1 - x_s) > 1e-6) & (np.abs(g) > 1e-9))
     deltas = [1.0] + sorted(set(np.abs(g[fr]).tolist()), reverse=True)[:6]
     s_y = np.where(y_up, y_hi - y, y)                      # s at the LP point
     s_r = np.where(r_up, hi_r - r_val[rows], r_val[rows] - lo_r)
     s_lp = float(-(neg_y @ s_y) - (neg_r @ s_r))
-    z_lp = np.where(comp, 1 - x, x)
+    z_lp = np.where(comp_s, 1 - x_s, x_s)
 
     def rounded(d):
         """``(violation at the LP point, d, f, floor(beta), F(g / d))`` of scale d, or None."""
@@ -151,8 +153,9 @@ def _mir(coef_v, coef_r, rows, x, y, r_val, node_lp, err, col_hi, transposed):
     _, d, f, fl, big_f = best
     # 4. undo: d F . z - S / (1 - f) <= d floor(beta), z = x or 1 - x, s = u - lo or hi - u
     k = 1.0 / (1 - f)
-    alpha_x = np.where(comp, -d * big_f, d * big_f)        # coefficient on x (cut: lhs <= rhs)
-    gamma = d * fl - float((d * big_f)[comp].sum())
+    alpha_x = np.zeros(n_x)                                # coefficient on x (cut: lhs <= rhs)
+    alpha_x[supp] = np.where(comp_s, -d * big_f, d * big_f)
+    gamma = d * fl - float((d * big_f)[comp_s].sum())
     # -S/(1-f) = k * sum neg * s; s_y = y (lower) or y_hi - y (upper)
     ky = k * neg_y
     coef_y = np.where(y_up, -ky, ky)
