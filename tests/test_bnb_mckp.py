@@ -202,3 +202,27 @@ def test_a_deadline_during_the_trace_keeps_the_value_and_traces_nothing(monkeypa
     profit, cost, starts = np.array([0.0, 1.0, 0.0, 2.0]), np.array([0, 1, 0, 1]), np.array([0, 2])
     # the clock reads 0 and 1 in the forward pass (two groups), 2 at the first trace block
     assert mckp.mckp_table(profit, cost, starts, 2, deadline=1.5) == (3.0, None)
+
+
+def test_the_dp_below_the_root_stops_where_it_closes_no_node():
+    """With an LP at every node, the knapsack DP runs below the root until DP_TRIAL nodes in which it
+    closed none, then no more in that search (summary_problem(100, 3) at 25 %: 150-odd nodes, 8 DP
+    calls below its roots); a DP that has closed a node keeps running.  The optimum is HiGHS's."""
+    from memaudit_solvers.bnb.search import DP_TRIAL, Search
+    from memaudit_solvers.milp import milp_highs
+    from memaudit_solvers.random_problems import summary_problem
+
+    p = summary_problem(100, 3)
+    budget = 0.25 * p.stream_cost()
+    r = branch_and_bound(p, budget)
+    assert r.status == "optimal" and r.value == pytest.approx(milp_highs(p, budget).value, rel=1e-9)
+    st = r.stats
+    assert st["nodes"] > 4 * DP_TRIAL and st["dp_node_closes"] == 0
+    assert 0 < st["dp_node_calls"] <= DP_TRIAL * (st["restarts"] + 1)
+    search = Search(p, budget, exact_units=np.zeros(p.n_units, dtype=bool), use_lp=True, deadline=math.inf,
+                    dp_limit=10**6)
+    assert search.dp_pays(False) and search.dp_pays(True)
+    search.stats.update(dp_node_calls=DP_TRIAL)
+    assert not search.dp_pays(False) and search.dp_pays(True)
+    search.stats.update(dp_node_closes=1)
+    assert search.dp_pays(False)

@@ -50,6 +50,10 @@ RESTART_FIXED = 0.1
 #: in 73 calls, and took 2.7 s of a 17.6 s search on summary_problem(1000, 2) at 25 %
 CORE_DP_EVERY = 16
 
+#: nodes below the root with an LP at which the knapsack DP runs before it must have closed one to go on
+#: running at every node (:meth:`Search.dp_pays`)
+DP_TRIAL = 8
+
 #: a candidate's LP value must be this far from 0 and 1 to be branched on
 BRANCH_FRAC = 1e-6
 
@@ -121,7 +125,7 @@ class Search:
                       "incumbent_updates": 0, "root_bound": math.inf, "root_lp_value": math.nan,
                       "grid_step": self.delta, "cost_step": self.cost_step, "cuts": 0, "tableau_cuts": 0,
                       "cut_rounds": 0, "candidate_branchings": 0, "group_branchings": 0,
-                      "strong_branching_lps": 0}
+                      "strong_branching_lps": 0, "dp_node_calls": 0, "dp_node_closes": 0}
 
     # -- pruning rule -----------------------------------------------------
     def can_prune(self, ub) -> bool | np.ndarray:
@@ -307,6 +311,18 @@ class Search:
         x_opt = np.zeros(oc.size)
         x_opt[oc >= 0] = x[oc[oc >= 0]]
         return (mu, pi), x_opt, value
+
+    def dp_pays(self, is_root: bool) -> bool:
+        """Whether a node with an LP runs the knapsack DP after it (:meth:`dp_bound`).
+
+        Always at a root.  Below it, the DP's integer bound closes nodes the LP-priced Lagrangian
+        leaves open on some packages and never on others: after :data:`DP_TRIAL` nodes in which it
+        closed none, this search stops running it (on ``summary_problem(n, s)`` at 25 % it tightened
+        every node's bound and closed none in 470 calls, the same nodes without it: 5-15 % of the
+        search's time).
+        """
+        st = self.stats
+        return is_root or st["dp_node_closes"] > 0 or st["dp_node_calls"] < DP_TRIAL
 
     def bound(self, allowed, prices, dp: bool = True):
         """Analyse a node: Lagrangian bound, rounding, then (if ``dp``) the DP bound; None if closed."""
@@ -529,9 +545,13 @@ class Search:
             if is_root and info is not None and restart and self.restart_point(info):
                 self.stats["root_bound"] = min(info["ub"], parent_ub)
                 return float(self.stats["root_bound"])   # rebuilt on what is left (see branch_and_bound)
-            if info is not None and lp_wanted and not self.out_of_time():
+            if info is not None and lp_wanted and not self.out_of_time() and self.dp_pays(is_root):
                 self.dp_bound(info)
-                if self.can_prune(info["ub"]):
+                closed = bool(self.can_prune(info["ub"]))
+                if not is_root:
+                    self.stats["dp_node_calls"] += 1
+                    self.stats["dp_node_closes"] += int(closed)
+                if closed:
                     info = None
             if is_root and info is not None:
                 info = root_sub_mip(self, info, lp_x) if lp_x is not None else root_core_mip(self, info)
