@@ -48,3 +48,40 @@ def test_bnb_is_exact_on_windowed_summary_problems(n, seed, frac):
     """Partial coverage, real weights and summaries over a window (no objective grid)."""
     p = summary_problem(n, seed)
     assert_exact_with_valid_root(p, frac * p.stream_cost())
+
+
+@st.composite
+def mckp_lps(draw):
+    """Groups of options (contiguous), real profits of either sign, costs >= 0 (some 0), a budget."""
+    sizes = draw(st.lists(st.integers(1, 5), min_size=1, max_size=8))
+    n = sum(sizes)
+    profit = np.array(draw(st.lists(st.floats(-5, 20, allow_nan=False), min_size=n, max_size=n)))
+    cost = np.array(draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.25, 7.0, 12.5]), min_size=n,
+                                  max_size=n)))
+    starts = np.cumsum([0] + sizes[:-1])
+    min_cost = np.minimum.reduceat(cost, starts).sum()
+    budget = draw(st.floats(float(min_cost), float(min_cost) + 30.0, allow_nan=False))
+    return profit, cost, starts, budget
+
+
+@settings(max_examples=150, deadline=None)
+@given(mckp_lps())
+def test_lagrangian_min_is_the_multiple_choice_knapsacks_lp_value(case):
+    """The budget price found by lagrangian_min gives the LP value of the multiple-choice knapsack (one
+    option per group, the budget), as HiGHS's LP has it, and its choice takes one option per group within
+    the budget."""
+    from scipy.optimize import linprog
+
+    from memaudit_solvers.bnb.bound import lagrangian_min
+
+    profit, cost, starts, budget = case
+    value, lam, _, _, first = lagrangian_min(profit, cost, starts, budget)
+    seg_of = np.repeat(np.arange(starts.size), np.diff(np.append(starts, profit.size)))
+    eq = (seg_of[None, :] == np.arange(starts.size)[:, None]).astype(float)
+    lp = linprog(-profit, A_ub=cost[None, :], b_ub=[budget], A_eq=eq, b_eq=np.ones(starts.size),
+                 bounds=(0, 1), method="highs")
+    assert lp.status == 0
+    assert value == pytest.approx(-lp.fun, rel=1e-9, abs=1e-9)
+    assert lam >= 0
+    assert np.bincount(seg_of[first], minlength=starts.size).tolist() == [1] * starts.size
+    assert cost[first].sum() <= budget + 1e-9 * max(1.0, budget)

@@ -130,20 +130,34 @@ def lagrangian_min(profit, cost, seg_starts, budget):
     else:
         pos = cost > 0
         hi = 2.0 * float(np.max(profit[pos] / cost_s[pos]))   # every real option's d < 0 there
+        if not hi > 0:
+            hi = 1.0    # no option with a cost has a positive profit (a group without a free option)
         for _ in range(200):
             if at(hi)[1] >= 0:
                 break
             hi *= 2.0
         lo = 0.0
+        # the function is convex and piecewise linear: where the supporting lines at lo and hi meet is
+        # a breakpoint of it or the minimum (the value there equals the lines'), found in a few steps
+        # where halving took about 40; a halving step where the meeting point is not strictly inside
+        (v_lo_, s_lo), (v_hi_, s_hi) = (val0, slope0), at(hi)[:2]
         for _ in range(64):
-            mid = 0.5 * (lo + hi)
             # any lam gives a valid bound; 1e-10 relative in lam loosens it by at most 1e-10 * lam * budget
-            if mid in (lo, hi) or hi - lo <= 1e-10 * hi:
+            if hi - lo <= 1e-10 * hi:
                 break
-            if at(mid)[1] >= 0:
-                hi = mid
+            mid = (v_hi_ - v_lo_ - s_hi * hi + s_lo * lo) / (s_lo - s_hi) if s_hi > s_lo else 0.5 * (lo + hi)
+            if not lo < mid < hi:
+                mid = 0.5 * (lo + hi)
+                if mid in (lo, hi):
+                    break
+            v_mid, s_mid = at(mid)[:2]
+            if s_mid >= 0:
+                hi, v_hi_, s_hi = mid, v_mid, s_mid
             else:
-                lo = mid
+                lo, v_lo_, s_lo = mid, v_mid, s_mid
+            line = v_lo_ + s_lo * (mid - lo) if s_mid >= 0 else v_hi_ + s_hi * (mid - hi)
+            if v_mid <= line + 1e-12 * max(1.0, abs(v_mid)) and s_mid >= 0:
+                break       # the lines meet on the function at a lam whose right slope is >= 0: its minimum
     v_lo = at(lo)
     v_hi = at(hi)
     val, lam, d, m = (v_lo[0], lo, v_lo[2], v_lo[3]) if v_lo[0] <= v_hi[0] else (v_hi[0], hi, v_hi[2], v_hi[3])
