@@ -405,7 +405,7 @@ class Search:
         best_score = score[best] if best >= 0 else -np.inf
         lp = self.node_lp
         if lp is None or not unreliable.any():
-            return best
+            return best if best >= 0 else int(np.argmax(score))
         since = probes = 0
         for i in np.flatnonzero(unreliable)[np.argsort(-score[unreliable], kind="stable")].tolist():
             if probes >= SB_MAX or since >= SB_LOOKAHEAD or self.out_of_time():
