@@ -195,13 +195,13 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         shifted, gain, cost, cuts = fix_in(reduced, search.fixed_in, search.cuts)
         # groups every better store takes a candidate of, less those with a candidate kept that covers
         # nothing once the fixed ones are in ('none' is then as good as that candidate)
-        must_pick = np.setdiff1d(search.must_pick, shifted.groups[search.survivors[
-            np.diff(shifted.coverage.indptr)[search.survivors] == 0]])
+        covers = np.diff(shifted.coverage.indptr) > 0
+        must_pick = np.setdiff1d(search.must_pick, shifted.groups[search.survivors[~covers[search.survivors]]])
         fixed += [u for j in search.fixed_in for u in members[j]]
         offset, spent = offset + gain, spent + cost
         keep = np.zeros(reduced.n_candidates, dtype=bool)
         keep[search.survivors] = True
-        keep &= (np.diff(shifted.coverage.indptr) > 0) & ~dominated(shifted, keep)
+        keep &= covers & ~dominated(shifted, keep)
         stats["restarts"] += 1
         stats["restart_candidates"] = int(keep.sum())
         stats["fixed_in"] = len(fixed)

@@ -124,45 +124,47 @@ def lagrangian_min(profit, cost, seg_starts, budget):
     min_cost = np.minimum.reduceat(cost, seg_starts).sum()
     if min_cost > budget + budget_slack(budget):
         return math.inf, 0.0, None, None, None
-    val0, slope0, d0, m0 = at(0.0)
-    if slope0 >= 0:
-        lo = hi = 0.0
-    else:
+    at_lo = at_hi = at(0.0)
+    if at_lo[1] < 0:
         pos = cost > 0
         hi = 2.0 * float(np.max(profit[pos] / cost_s[pos]))   # every real option's d < 0 there
         if not hi > 0:
             hi = 1.0    # no option with a cost has a positive profit (a group without a free option)
         for _ in range(200):
-            if at(hi)[1] >= 0:
+            at_hi = at(hi)
+            if at_hi[1] >= 0:
                 break
             hi *= 2.0
+        else:
+            at_hi = at(hi)
         lo = 0.0
-        # the function is convex and piecewise linear: where the supporting lines at lo and hi meet is
-        # a breakpoint of it or the minimum (the value there equals the lines'), found in a few steps
-        # where halving took about 40; a halving step where the meeting point is not strictly inside
-        (v_lo_, s_lo), (v_hi_, s_hi) = (val0, slope0), at(hi)[:2]
+        # the function is convex and piecewise linear, its right slope negative at lo and not at hi:
+        # where the supporting lines at lo and hi meet is a breakpoint of it or the minimum (the value
+        # there equals the lines'), found in a few steps where halving took about 40; a halving step
+        # where the meeting point is not strictly inside
         for _ in range(64):
             # any lam gives a valid bound; 1e-10 relative in lam loosens it by at most 1e-10 * lam * budget
             if hi - lo <= 1e-10 * hi:
                 break
-            mid = (v_hi_ - v_lo_ - s_hi * hi + s_lo * lo) / (s_lo - s_hi) if s_hi > s_lo else 0.5 * (lo + hi)
+            (v_lo, s_lo), (v_hi, s_hi) = at_lo[:2], at_hi[:2]
+            mid = (v_hi - v_lo - s_hi * hi + s_lo * lo) / (s_lo - s_hi) if s_hi > s_lo else 0.5 * (lo + hi)
             if not lo < mid < hi:
                 mid = 0.5 * (lo + hi)
                 if mid in (lo, hi):
                     break
-            v_mid, s_mid = at(mid)[:2]
-            if s_mid >= 0:
-                hi, v_hi_, s_hi = mid, v_mid, s_mid
-            else:
-                lo, v_lo_, s_lo = mid, v_mid, s_mid
-            line = v_lo_ + s_lo * (mid - lo) if s_mid >= 0 else v_hi_ + s_hi * (mid - hi)
-            if v_mid <= line + 1e-12 * max(1.0, abs(v_mid)) and s_mid >= 0:
+            at_mid = at(mid)
+            if at_mid[1] < 0:
+                lo, at_lo = mid, at_mid
+                continue
+            on_lines = at_mid[0] <= v_lo + s_lo * (mid - lo) + 1e-12 * max(1.0, abs(at_mid[0]))
+            hi, at_hi = mid, at_mid
+            if on_lines:
                 break       # the lines meet on the function at a lam whose right slope is >= 0: its minimum
-    v_lo = at(lo)
-    v_hi = at(hi)
-    val, lam, d, m = (v_lo[0], lo, v_lo[2], v_lo[3]) if v_lo[0] <= v_hi[0] else (v_hi[0], hi, v_hi[2], v_hi[3])
+    else:
+        lo = hi = 0.0
+    val, lam, d, m = (at_lo[0], lo, at_lo[2], at_lo[3]) if at_lo[0] <= at_hi[0] else (at_hi[0], hi, at_hi[2], at_hi[3])
     # one maximiser per group at hi, cheapest among ties: it fits the budget
-    d_hi, m_hi = v_hi[2], v_hi[3]
+    d_hi, m_hi = at_hi[2], at_hi[3]
     is_max = d_hi >= m_hi[seg_of]
     c_tie = np.where(is_max, cost, np.inf)
     c_min = np.minimum.reduceat(c_tie, seg_starts)

@@ -50,8 +50,8 @@ RESTART_FIXED = 0.1
 #: in 73 calls, and took 2.7 s of a 17.6 s search on summary_problem(1000, 2) at 25 %
 CORE_DP_EVERY = 16
 
-#: nodes below the root with an LP at which the knapsack DP runs before it must have closed one to go on
-#: running at every node (:meth:`Search.dp_pays`)
+#: nodes below the root with an LP at which a search runs the knapsack DP; unless it closed one of them,
+#: the search runs it no more (:meth:`Search.dp_pays`)
 DP_TRIAL = 8
 
 #: a candidate's LP value must be this far from 0 and 1 to be branched on
@@ -348,7 +348,8 @@ class Search:
 
         Reduced-cost fixing removes options; a group whose 'none' option goes and which keeps one
         candidate takes it in every store better than the incumbent (``fixed_in``), and the other
-        candidates kept are ``survivors``.  A restart pays when at least :data:`RESTART_FIXED` of the
+        candidates kept are ``survivors``; the groups without 'none' (gone here or left out at this
+        root) that keep two or more are ``must_pick``.  A restart pays when at least :data:`RESTART_FIXED` of the
         candidates are removed or taken in: the rebuilt problem is smaller, its units shifted by what
         the taken candidates cover, and cuts separated on it are stronger (see
         :func:`memaudit_solvers.bnb.branch_and_bound`).
@@ -357,20 +358,19 @@ class Search:
         real = oc >= 0
         drop = np.asarray(self.can_prune(info["ub_opt"]), dtype=bool)
         n_seg = info["starts"].size
+        kept = np.bincount(info["seg_of"][real & ~drop], minlength=n_seg)     # candidates each group keeps
+        none_gone = np.zeros(n_seg, dtype=bool)
+        none_gone[info["seg_of"][~real & drop]] = True
         # a group whose 'none' is fixed out and which keeps one candidate takes it in every better store
-        single = ((np.bincount(info["seg_of"][real & ~drop], minlength=n_seg) == 1)
-                  & (np.bincount(info["seg_of"][~real & drop], minlength=n_seg) == 1))
-        taken = real & ~drop & single[info["seg_of"]]
+        taken = real & ~drop & ((kept == 1) & none_gone)[info["seg_of"]]
         if drop[real].sum() + taken.sum() < RESTART_FIXED * real.sum():
             return False
         survivors = oc[real & ~drop & ~taken].astype(np.int64)
         fixed = np.concatenate([info["store"], oc[taken]]).astype(np.int64)
         self.survivors, self.fixed_in = survivors, fixed
-        # groups left with two or more candidates whose 'none' is fixed out: every better store takes one
-        none_out = self.none_out[info["grp"][info["starts"]]].copy()     # (left out at this root already)
-        none_out[info["seg_of"][~real & drop]] = True
-        many = np.bincount(info["seg_of"][real & ~drop], minlength=n_seg) >= 2
-        self.must_pick = np.unique(info["grp"][info["starts"][none_out & many]]).astype(np.int64)
+        # groups left with two or more candidates and no 'none': every better store takes one of them
+        no_none = none_gone | self.none_out[info["grp"][info["starts"]]]
+        self.must_pick = np.unique(info["grp"][info["starts"][no_none & (kept >= 2)]]).astype(np.int64)
         return True
 
     def pseudocost_update(self, cand: int, direction: int, loss: float, change: float) -> None:
