@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memaudit_solvers.bnb import branch_and_bound
@@ -66,6 +66,9 @@ def mckp_lps(draw):
 
 @settings(max_examples=150, deadline=None)
 @given(mckp_lps())
+# a group whose cheapest option has a negative profit and whose costly one a tiny positive profit: the
+# budget price must reach 2 (a bracket from profit / cost alone stopped near 1e-229)
+@example((np.array([-1.0, 9.79155764e-290]), np.array([0.0, 0.5]), np.array([0]), 0.0))
 def test_lagrangian_min_is_the_multiple_choice_knapsacks_lp_value(case):
     """The budget price found by lagrangian_min gives the LP value of the multiple-choice knapsack (one
     option per group, the budget), as HiGHS's LP has it, and its choice takes one option per group within

@@ -126,10 +126,13 @@ def lagrangian_min(profit, cost, seg_starts, budget):
         return math.inf, 0.0, None, None, None
     at_lo = at_hi = at(0.0)
     if at_lo[1] < 0:
-        pos = cost > 0
-        hi = 2.0 * float(np.max(profit[pos] / cost_s[pos]))   # every real option's d < 0 there
-        if not hi > 0:
-            hi = 1.0    # no option with a cost has a positive profit (a group without a free option)
+        # beyond (largest profit - smallest) / (smallest extra cost of an option over its group's
+        # cheapest) only a group's cheapest options can be its maximisers, and they fit the budget
+        # (a bound from profit / cost alone fails when a group's cheapest option has a negative profit)
+        extra = cost_s - np.minimum.reduceat(cost_s, seg_starts)[seg_of]
+        hi = 2.0 * float(profit.max() - profit.min()) / float(extra[extra > 0].min())
+        if not (0 < hi < math.inf):
+            hi = 1.0    # equal profits (any lam > 0 does), or a spread too wide for the float range
         for _ in range(200):
             at_hi = at(hi)
             if at_hi[1] >= 0:
