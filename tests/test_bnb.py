@@ -425,3 +425,23 @@ def test_decimal_steps_refuse_what_is_no_short_decimal():
 
     assert _decimal_steps(np.array([0.5, 0.1234567891]), np.array([0])) is None
     assert _decimal_steps(np.array([1 / 3]), np.array([0])) is None
+
+
+def test_lp_keeps_says_whether_the_lp_solution_takes_a_dropped_option():
+    """A node branches at once after reduced-cost fixing only when the LP solution takes none of the
+    options dropped; a group's 'none' is taken by 1 - its candidates' LP values."""
+    from memaudit_solvers.bnb.search import NONE, Search
+
+    # two groups of two candidates each; options per group: 'none', then its candidates
+    p = Problem.build([1, 2, 1, 2], [0, 0, 1, 1], [[1, 0], [0.5, 0.5], [0, 1], [0.2, 0.8]], [1.0, 1.0])
+    s = Search(p, 3.0, exact_units=np.zeros(2, dtype=bool), use_lp=True, deadline=math.inf, dp_limit=10**6)
+    info = s.analyse(np.ones(s.n_opts, dtype=bool), (np.ones(2), None))
+    oc = s.opt_cand[info["free_idx"]]
+    assert oc.tolist() == [NONE, 0, 1, NONE, 2, 3]
+    lp_x = np.array([0.0, 0.6, 0.0, 0.0, 1.0, 0.0])       # group 0 takes 'none' by 0.4
+    drop = np.zeros(6, dtype=bool)
+    for dropped, keeps in [([2], True), ([5], True), ([3], True), ([1], False), ([0], False), ([4], False)]:
+        drop[:] = False
+        drop[dropped] = True
+        assert s.lp_keeps(info, lp_x, drop) is keeps, dropped
+    assert s.lp_keeps(info, None, drop) is False

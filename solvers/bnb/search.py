@@ -69,6 +69,9 @@ SB_LOOKAHEAD = 4
 #: dual simplex iterations of one trial LP
 SB_ITERATIONS = 100
 
+#: an option whose LP value is at most this is not taken by the LP solution (:meth:`Search.lp_keeps`)
+LP_ZERO = 1e-9
+
 #: seconds between two progress reports
 PROGRESS_EVERY = 1.0
 
@@ -373,6 +376,21 @@ class Search:
         self.must_pick = np.unique(info["grp"][info["starts"][no_none & (kept >= 2)]]).astype(np.int64)
         return True
 
+    def lp_keeps(self, info, lp_x, drop) -> bool:
+        """Whether the node's LP solution takes none of the options reduced-cost fixing ``drop`` s.
+
+        Removing options the LP solution leaves at 0 keeps it optimal, so the node can branch on it
+        at once instead of being analysed again (same LP value, one LP solve less).  A group's 'none'
+        is taken by ``1 - `` its candidates' LP values.
+        """
+        if lp_x is None:
+            return False
+        seg_of = info["seg_of"]
+        oc = self.opt_cand[info["free_idx"]]
+        taken = np.bincount(seg_of, weights=lp_x, minlength=info["starts"].size)
+        value = np.where(oc >= 0, lp_x, 1.0 - taken[seg_of])
+        return bool((value[drop] <= LP_ZERO).all())
+
     def pseudocost_update(self, cand: int, direction: int, loss: float, change: float) -> None:
         """Record that moving candidate ``cand``'s LP value by ``change`` (> 0) towards ``direction`` lost ``loss``."""
         if change > BRANCH_FRAC and math.isfinite(loss):
@@ -575,14 +593,17 @@ class Search:
             keep = ~drop
             counts = np.bincount(seg_of[keep], minlength=info["starts"].size)
             open_segs = np.flatnonzero(counts >= 2)
-            if open_segs.size == 0 or drop.any():
-                # re-analyse the reduced node before branching
-                plunge = (child_allowed, info["prices"], info["ub"], False, None)
+            reanalyse = (child_allowed, info["prices"], info["ub"], False, None)
+            if open_segs.size == 0 or (drop.any() and not self.lp_keeps(info, lp_x, drop)):
+                plunge = reanalyse      # re-analyse the reduced node before branching
                 continue
             entry = (self.branch_on_candidate(info, lp_x, open_segs, child_allowed, push, lp_val)
                      if lp_x is not None else None)
             if entry is not None:
                 plunge = entry          # the child on the LP's side: dive into it now
+                continue
+            if drop.any():
+                plunge = reanalyse
                 continue
             # else: one child per option of the open group whose LP choice is most fractional, or
             # (no LP) whose best two options are closest in reduced profit
