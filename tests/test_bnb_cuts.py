@@ -1,8 +1,10 @@
-"""Every cut bnb separates is valid: ``h_r(z_r(T)) <= gamma + alpha . 1_T`` for every set T of candidates."""
+"""Every cut bnb separates is valid: ``h_r(z_r(T)) <= gamma + alpha . 1_T`` for every store T (at most one
+candidate per group; the one-unit c-MIR and submodular cuts hold for every set of candidates)."""
 
 import itertools
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,18 +19,25 @@ from test_bnb_bounds import with_pwl
 
 
 def assert_cuts_valid(p: Problem, unit, gamma, alpha):
-    """Check each cut against every subset of the candidates covering its unit (brute force)."""
+    """Check each cut against every store over the groups of its unit's candidates (brute force: each
+    group stores one of its candidates or none; a random sample when there are too many)."""
     cov = p.coverage.tocsc() if hasattr(p.coverage, "tocsc") else p.coverage
     alpha = alpha.toarray()
     for k, r in enumerate(unit.tolist()):
         col = np.asarray(cov[:, [r]].toarray()).ravel()
-        cands = np.flatnonzero(col)
+        groups = np.unique(p.groups[np.flatnonzero(col)])
+        cands = np.flatnonzero(np.isin(p.groups, groups))
+        # a cut may weigh candidates of those groups only (what the others store does not bound h_r)
         assert (alpha[k, np.setdiff1d(np.arange(p.n_candidates), cands)] == 0).all()
-        subsets = list(itertools.product([0, 1], repeat=min(cands.size, 12)))
-        if cands.size > 12:            # too many to enumerate: a random sample of the rest
+        options = [[-1] + np.flatnonzero(p.groups[cands] == g).tolist() for g in groups.tolist()]
+        if np.prod([len(o) for o in options], dtype=float) <= 4096:
+            choices = np.array(list(itertools.product(*options)), dtype=np.int64).reshape(-1, groups.size)
+        else:                          # too many to enumerate: a random sample
             rng = np.random.default_rng(k)
-            subsets = [tuple(s) for s in rng.integers(0, 2, size=(4096, cands.size))]
-        t = np.asarray(subsets, dtype=float)
+            choices = np.stack([rng.choice(np.array(o), size=4096) for o in options], axis=1)
+        t = np.zeros((choices.shape[0], cands.size))
+        rows, cols = np.nonzero(choices >= 0)
+        t[rows, choices[rows, cols]] = 1.0
         z = t @ col[cands]
         h = h_values(p, np.full(z.size, r), z)
         rhs = gamma[k] + t @ alpha[k, cands]
@@ -154,3 +163,50 @@ def test_cmir_cuts_of_a_batch_are_each_units_own(n, seed, family, point_seed):
             else:
                 assert np.isclose(rhs[i], alone[0], rtol=1e-12, atol=1e-12)
                 assert gamma[i] == alone[1] and (alpha[i] == alone[2]).all()
+
+
+def _group_form_at(p: Problem, rows, i: int, store: np.ndarray):
+    """The values of unit i's group-form variables (``_gub_rows`` output ``rows``) at a store."""
+    _, _, var_unit, var_pos, _, _, kind = rows
+    mine = np.flatnonzero(var_unit == i)
+    x = np.zeros(p.n_candidates)
+    x[store] = 1.0
+    taken = np.bincount(p.groups, weights=x, minlength=p.n_groups)
+    k = kind[mine]
+    v = np.where(k < 0, 1.0 - taken[np.maximum(-1 - k, 0)], x[np.maximum(k, 0)])
+    return mine, v
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(3, 10), st.integers(0, 10**6), st.sampled_from(["summary", "coupled", "pwl"]),
+       st.integers(0, 10**6))
+def test_group_form_is_the_coverage_at_every_store_and_its_cuts_move_back_exactly(n, seed, family, point_seed):
+    """``z_r = M_r - sum_g m_g s_g - sum_u d_u x_u`` at every store, and a cut stated over those
+    variables has the same value at every store once ``s_g = 1 - sum_{u in g} x_u`` is put back."""
+    from memaudit_solvers.bnb.cuts import CUT_MARGIN, _from_group_form, _gub_rows
+
+    p, x = problem_and_point(family, n, seed, point_seed)
+    units = np.arange(p.n_units)
+    rows = _gub_rows(p, units, x)
+    total, _, _, var_pos, coef, _, kind = rows
+    rng = np.random.default_rng(point_seed)
+    order = np.argsort(p.groups, kind="stable")
+    bounds = np.searchsorted(p.groups[order], np.arange(p.n_groups + 1))
+    cov = p.coverage.toarray()
+    for _ in range(20):
+        # a random store: each group one of its candidates or none
+        pick = [rng.choice(np.concatenate([[-1], np.flatnonzero(p.groups == g)])) for g in range(p.n_groups)]
+        store = np.array([u for u in pick if u >= 0], dtype=np.int64)
+        for i in range(units.size):
+            mine, v = _group_form_at(p, rows, i, store)
+            if mine.size == 0:
+                continue
+            assert total[i] - coef[mine] @ v == pytest.approx(cov[store, i].sum(), abs=1e-12)
+            alpha = rng.normal(size=mine.size)
+            gamma = float(rng.normal())
+            g_x, cols, a_x = _from_group_form(gamma, alpha[np.argsort(var_pos[mine])],
+                                              kind[mine][np.argsort(var_pos[mine])], order, bounds)
+            in_store = np.isin(cols, store)
+            lhs = gamma + alpha[np.argsort(var_pos[mine])] @ v[np.argsort(var_pos[mine])]
+            margin = CUT_MARGIN * (1.0 + abs(gamma) + float(np.abs(alpha).sum()))
+            assert g_x + a_x[in_store].sum() == pytest.approx(lhs + margin, abs=1e-9)

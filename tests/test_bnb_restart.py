@@ -9,6 +9,7 @@ from memaudit_solvers.bnb import branch_and_bound
 from memaudit_solvers.bnb.decompose import decompose
 from memaudit_solvers.bnb.cuts import separate
 from memaudit_solvers.bnb.restart import carry_cuts, fix_in
+from memaudit_solvers.bnb.treedp import saturation
 from memaudit_solvers.bruteforce import brute_force
 from memaudit_solvers.objective import evaluate, h_values
 from memaudit_solvers.problem import Problem, breakpoint_pieces
@@ -114,9 +115,14 @@ def _check_carried(n, seed, family, frac, combos) -> dict:
     with_fixed = others.copy()
     with_fixed[:, fixed] = 1.0
     np.testing.assert_allclose(offset + _values(shifted, others), _values(p, with_fixed), rtol=1e-12, atol=1e-12)
+    # coverage above a unit's new saturation point is cut to it (the F above is unchanged by that)
+    cov = shifted.coverage.tocoo()
+    z_sat = saturation(shifted, np.arange(shifted.n_units))
+    assert (cov.data <= z_sat[cov.col]).all()
+    clipped = bool(fixed.size and (cov.data < p.coverage.tocsr()[cov.row, cov.col]).any())
     keep &= np.diff(shifted.coverage.indptr) > 0
     if not keep.any() or budget < spent:
-        return {}
+        return {"clipped": clipped}
     reduced, members, _, _, origin = decompose(shifted, keep, combos, tree_limit=0 if combos == 1 else 10**5)
     carried, kept = carry_cuts(shifted_cuts, shifted, reduced, members, origin)
     assert carried.unit.size == carried.gamma.size == carried.alpha.shape[0] == carried.ycoef.shape[0] == kept.size
@@ -129,7 +135,7 @@ def _check_carried(n, seed, family, frac, combos) -> dict:
         old[:, list(m)] += stores[:, [j]]
     np.testing.assert_allclose(offset + _values(reduced, stores), _values(p, old), rtol=1e-12, atol=1e-12)
     if not len(cuts):
-        return {}
+        return {"clipped": clipped}
     # equal up to the margins added (1e-12 of each cut's magnitude) and rounding
     scale = 1.0 + np.abs(cuts.gamma) + abs(cuts.alpha).sum(axis=1) + abs(cuts.ycoef).sum(axis=1) * 10
     old_slack = _slacks(p, old, cuts)
@@ -140,7 +146,7 @@ def _check_carried(n, seed, family, frac, combos) -> dict:
         assert (np.abs(new_slack - old_slack[:, kept]) <= 1e-10 * scale[kept]).all()
         assert new_slack.min() >= -1e-9
     folded = ~np.isin(np.arange(p.n_units), origin[origin >= 0])
-    return {"carried": kept.size > 0, "fixed": kept.size > 0 and fixed.size > 0,
+    return {"clipped": clipped, "carried": kept.size > 0, "fixed": kept.size > 0 and fixed.size > 0,
             "folded": bool(kept.size > 0 and abs(cuts.ycoef[kept][:, np.flatnonzero(folded)]).sum() > 0)}
 
 
@@ -148,15 +154,16 @@ def test_cuts_carried_over_a_restart_keep_their_slack_at_every_store():
     """Fixing candidates in and rebuilding the problem moves each cut's terms, never its value: at
     every store of the rebuilt problem a carried cut has the slack the original cut has at the
     store it stands for (the fixed candidates, and the members of its candidates); so it holds.
-    The cases are fixed, and must exercise carried cuts with fixed candidates and with folded units."""
-    seen = {"carried": 0, "fixed": 0, "folded": 0}
+    The cases are fixed, and must exercise carried cuts with fixed candidates and with folded units,
+    and coverage cut to the shifted units' saturation points."""
+    seen = {"carried": 0, "fixed": 0, "folded": 0, "clipped": 0}
     for n in (4, 5):
         for seed in range(12):
             for family in ("summary", "coupled", "pwl"):
                 for combos in (1, 4, 4096):
                     for key, hit in _check_carried(n, seed, family, 0.25, combos).items():
                         seen[key] += hit
-    assert seen["carried"] >= 20 and seen["fixed"] >= 10 and seen["folded"] >= 3, seen
+    assert seen["carried"] >= 20 and seen["fixed"] >= 10 and seen["folded"] >= 3 and seen["clipped"] >= 10, seen
 
 
 @settings(max_examples=40, deadline=None)

@@ -27,6 +27,17 @@ a floor moves a coefficient by rounding error only; a right-hand side whose ``f`
 falls from 200.21 (submodular cuts only) to 198.34 (OPT 197.99; SCIP with only its c-MIR
 separator, 198.29).
 
+The same c-MIR is also taken of each unit's coverage in its *group form* (:func:`_gub_rows`):
+with ``m_g`` the most a candidate of group g covers of r, ``z_r = M_r - sum_g m_g s_g - sum_u d_u
+x_u`` where ``s_g = 1 - sum_{u in g} x_u`` is 1 when g stores nothing and ``d_u = m_g - a_ur`` (a
+candidate of g covering less of r, or nothing), exact at every store since a group stores one
+candidate at most.  Its rounding sees the one-per-group rows the single row does not: the cut gets
+one coefficient for a group's candidates, and a positive one for a candidate that covers nothing of
+r but takes the group's place (the structure of the cuts HiGHS's root keeps on these problems).  Such
+a cut holds at every store, not at every set of candidates.  Per unit the more violated of the two
+is kept.  On ``summary_problem(1000, 2)`` at 25 % the first root ends at 2024.100 instead of 2024.135
+(HiGHS's first root: 2024.100; OPT 2024.054).
+
 A cut never enters a bound as an LP row that bnb must trust: the bound
 (:meth:`memaudit_solvers.bnb.search.Search.analyse`) takes a multiplier ``pi_k >= 0`` per cut and
 uses ``w_r h_r(z) = (w_r - Pi_r) h_r(z) + sum_k pi_k h_r(z) <= (w_r - Pi_r) h_r(z) + sum_k pi_k
@@ -63,6 +74,12 @@ MIR_MIN_FRAC = 0.05
 
 #: most entries (units x scales x complemented sets x candidates) of one batch of c-MIR rows
 MIR_BATCH = 1_000_000
+
+#: also separate the c-MIR cuts of each unit's coverage in its group form (:func:`_gub_cuts`)
+GUB_CUTS = True
+
+#: group forms with more variables than this are not tried
+GUB_MAX_TERMS = 64
 
 
 class Cuts:
@@ -131,7 +148,8 @@ def separate(problem: Problem, x: np.ndarray, y: np.ndarray, units: np.ndarray):
     For each unit of ``units`` with ``y_r > 0`` whose covering candidates are not all 0/1 in x, the
     least c-MIR cut at x is kept when it is below ``y_r`` by more than :data:`VIOLATION`; else the
     least of forms (1) and (2), the sets S tried being the prefixes of those candidates by falling
-    ``x``, under the same rule.
+    ``x``, under the same rule.  With :data:`GUB_CUTS` the c-MIR cut of the unit's group form
+    (:func:`_gub_cuts`) takes its place where it is the more violated.
 
     Returns ``(unit, gamma, alpha)`` (alpha a CSR matrix over the candidates), possibly empty.
 
@@ -169,7 +187,15 @@ def separate(problem: Problem, x: np.ndarray, y: np.ndarray, units: np.ndarray):
                 rhs[other], gamma[other], alpha[other] = _best_cuts(problem, rs[other], a[other], xs[other])
             for i in np.flatnonzero(rhs < y[rs] - VIOLATION).tolist():
                 nz = alpha[i] != 0
-                found.append((int(at[i]), int(rs[i]), float(gamma[i]), cols[i][nz], alpha[i][nz]))
+                found.append((int(at[i]), int(rs[i]), float(gamma[i]), cols[i][nz], alpha[i][nz], float(rhs[i])))
+    if GUB_CUTS and pos.size:
+        # the group form's cut of a unit where it is the more violated one (adding both instead
+        # stopped the root's rounds earlier, at a weaker bound, on summary_problem(1000, 2))
+        best = {cut[0]: cut for cut in found}
+        for cut in _gub_cuts(problem, units, pos, x, y):
+            if cut[0] not in best or cut[5] < best[cut[0]][5]:
+                best[cut[0]] = cut
+        found = list(best.values())
     if not found:
         return np.zeros(0, dtype=np.int64), np.zeros(0), sp.csr_array((0, problem.n_candidates))
     found.sort(key=lambda cut: cut[0])          # in the order of ``units``
@@ -179,6 +205,126 @@ def separate(problem: Problem, x: np.ndarray, y: np.ndarray, units: np.ndarray):
                           (np.repeat(np.arange(n), lengths), np.concatenate([cut[3] for cut in found]))),
                          shape=(n, problem.n_candidates))
     return (np.array([cut[1] for cut in found], dtype=np.int64), np.array([cut[2] for cut in found]), alpha)
+
+
+def _gub_rows(problem: Problem, units: np.ndarray, x: np.ndarray):
+    """Each unit's coverage in its group form: ``z_r = M_r - sum_g m_g s_g - sum_u d_u x_u``.
+
+    ``m_g`` is the most any candidate of group g covers of r, ``M_r = sum_g m_g`` over the groups
+    with a candidate covering r, ``s_g = 1 - sum_{u in g} x_u`` (1 when the group stores nothing)
+    and ``d_u = m_g - a_ur`` for every candidate of those groups (covering r or not) with ``d_u > 0``.
+    At every store each ``s_g`` and ``x_u`` is 0 or 1 and the identity holds (a group storing u adds
+    ``m_g - d_u = a_ur``; one storing nothing adds 0).
+
+    Returns ``(total, length, var_unit, var_pos, coef, value, kind)``: ``M_r`` and the number of
+    variables per unit, then per variable its unit (index into ``units``), its position in the
+    unit's row (the ``s_g`` first), coefficient, LP value and ``kind`` (``-1 - g`` for ``s_g``, u for
+    ``x_u``).
+    """
+    cov = sp.csc_array(problem.coverage)
+    groups = problem.groups
+    n_u, n_g, n_c = units.size, problem.n_groups, problem.n_candidates
+    lengths = cov.indptr[units + 1] - cov.indptr[units]
+    ent_unit = np.repeat(np.arange(n_u), lengths)
+    ent_pos = np.repeat(cov.indptr[units], lengths) + np.arange(ent_unit.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    ent_cand, ent_a = cov.indices[ent_pos], cov.data[ent_pos]
+    # (unit, group) pairs and the most a candidate of the group covers of the unit
+    pair_key, pair_of = np.unique(ent_unit * n_g + groups[ent_cand], return_inverse=True)
+    pair_of = pair_of.reshape(-1)
+    pair_unit, pair_group = pair_key // n_g, pair_key % n_g
+    m_g = np.zeros(pair_key.size)
+    np.maximum.at(m_g, pair_of, ent_a)
+    total = np.bincount(pair_unit, weights=m_g, minlength=n_u)
+    # every candidate of each pair's group, with what it covers of the pair's unit
+    order = np.argsort(groups, kind="stable")
+    bounds = np.searchsorted(groups[order], np.arange(n_g + 1))
+    size = bounds[pair_group + 1] - bounds[pair_group]
+    mem_pair = np.repeat(np.arange(pair_key.size), size)
+    mem_cand = order[np.repeat(bounds[pair_group], size) + np.arange(mem_pair.size)
+                     - np.repeat(np.cumsum(size) - size, size)]
+    ent_key = ent_unit * n_c + ent_cand
+    by_key = np.argsort(ent_key, kind="stable")
+    mem_key = pair_unit[mem_pair] * n_c + mem_cand
+    at = np.searchsorted(ent_key[by_key], mem_key)
+    at = np.minimum(at, max(ent_key.size - 1, 0))
+    hit = ent_key.size > 0
+    mem_a = np.where(hit & (ent_key[by_key][at] == mem_key), ent_a[by_key][at] if hit else 0.0, 0.0)
+    d = m_g[mem_pair] - mem_a
+    keep = d > 0
+    mem_pair, mem_cand, d = mem_pair[keep], mem_cand[keep], d[keep]
+    mem_unit = pair_unit[mem_pair]
+    # positions: a unit's s_g first (pairs are sorted by unit), then its x_u
+    n_pairs = np.bincount(pair_unit, minlength=n_u)
+    pair_pos = np.arange(pair_key.size) - np.repeat(np.cumsum(n_pairs) - n_pairs, n_pairs)
+    n_mem = np.bincount(mem_unit, minlength=n_u)
+    by_unit = np.argsort(mem_unit, kind="stable")
+    mem_unit, mem_cand, d = mem_unit[by_unit], mem_cand[by_unit], d[by_unit]
+    mem_pos = n_pairs[mem_unit] + np.arange(mem_unit.size) - np.repeat(np.cumsum(n_mem) - n_mem, n_mem)
+    taken = np.bincount(groups, weights=x, minlength=n_g)
+    var_unit = np.concatenate([pair_unit, mem_unit])
+    var_pos = np.concatenate([pair_pos, mem_pos])
+    coef = np.concatenate([m_g, d])
+    value = np.concatenate([np.clip(1.0 - taken[pair_group], 0.0, 1.0), x[mem_cand]])
+    kind = np.concatenate([-1 - pair_group, mem_cand])
+    return total, n_pairs + n_mem, var_unit, var_pos, coef, value, kind
+
+
+def _gub_cuts(problem: Problem, units: np.ndarray, pos: np.ndarray, x: np.ndarray, y: np.ndarray):
+    """The least c-MIR cut of the group form (:func:`_gub_rows`) of each unit ``units[pos]``, where it
+    is violated: ``(position, unit, gamma, candidates, alpha, rhs at x)``.
+
+    The c-MIR of the form is taken over its 0/1 variables; ``s_g = 1 - sum_{u in g} x_u`` is then
+    put back (its coefficient goes to ``gamma`` and, negated, to every candidate of g), so the cut
+    reads ``h_r(z_r) <= gamma + alpha . x`` and holds at every store (one candidate per group at
+    most), not at every set of candidates.
+    """
+    rs_all = units[pos]
+    total, length, var_unit, var_pos, coef, value, kind = _gub_rows(problem, rs_all, x)
+    found = []
+    order = np.argsort(problem.groups, kind="stable")
+    bounds = np.searchsorted(problem.groups[order], np.arange(problem.n_groups + 1))
+    for m in np.unique(length[length > 0]).tolist():
+        if m > GUB_MAX_TERMS:
+            continue
+        mine = np.flatnonzero(length == m)
+        row = np.full(rs_all.size, -1)
+        row[mine] = np.arange(mine.size)
+        on = row[var_unit] >= 0
+        c = np.zeros((mine.size, m))
+        v = np.zeros((mine.size, m))
+        k_of = np.zeros((mine.size, m), dtype=np.int64)
+        c[row[var_unit[on]], var_pos[on]] = coef[on]
+        v[row[var_unit[on]], var_pos[on]] = value[on]
+        k_of[row[var_unit[on]], var_pos[on]] = kind[on]
+        rs = rs_all[mine]
+        rhs, gamma, alpha = _mir_cuts(problem, rs, c, v, total[mine])
+        for i in np.flatnonzero(rhs < y[rs] - VIOLATION).tolist():
+            g_new, cols, a_x = _from_group_form(float(gamma[i]), alpha[i], k_of[i], order, bounds)
+            at_x = float(g_new + a_x @ x[cols])
+            if at_x < y[rs[i]] - VIOLATION:     # (as in the form's variables wherever x keeps one per group)
+                found.append((int(pos[mine[i]]), int(rs[i]), g_new, cols, a_x, at_x))
+    return found
+
+
+def _from_group_form(gamma: float, alpha: np.ndarray, kinds: np.ndarray, order: np.ndarray, bounds: np.ndarray):
+    """A cut ``h <= gamma + alpha . v`` over the variables of a group form (``kinds`` as
+    :func:`_gub_rows` gives them) as ``h <= gamma' + alpha' . x``: ``(gamma', candidates, alpha')``.
+
+    ``s_g = 1 - sum_{u in g} x_u``: its coefficient moves to ``gamma`` and, negated, onto every
+    candidate of g (``order[bounds[g]:bounds[g + 1]]``, the candidates sorted by group); the same
+    value at every store, up to the margin of :data:`CUT_MARGIN` added to ``gamma'``.
+    """
+    on_s = kinds < 0
+    g_s = (-1 - kinds[on_s]).tolist()
+    cols = np.concatenate([kinds[~on_s]] + [order[bounds[g]:bounds[g + 1]] for g in g_s])
+    coeffs = np.concatenate([alpha[~on_s]] + [np.full(bounds[g + 1] - bounds[g], -a)
+                                              for g, a in zip(g_s, alpha[on_s].tolist())])
+    uniq, inv = np.unique(cols, return_inverse=True)
+    summed = np.bincount(inv.reshape(-1), weights=coeffs, minlength=uniq.size)
+    g_new = gamma + float(alpha[on_s].sum())
+    g_new += CUT_MARGIN * (1.0 + abs(gamma) + float(np.abs(alpha).sum()))
+    nz = summed != 0
+    return g_new, uniq[nz].astype(np.int64), summed[nz]
 
 
 def _best_cut(problem: Problem, r: int, a: np.ndarray, xs: np.ndarray):
@@ -240,7 +386,7 @@ def _mir_cut(problem: Problem, r: int, a: np.ndarray, xs: np.ndarray):
     return (float(rhs[0]), float(gamma[0]), alpha[0]) if np.isfinite(rhs[0]) else None
 
 
-def _mir_cuts(problem: Problem, units: np.ndarray, a: np.ndarray, xs: np.ndarray):
+def _mir_cuts(problem: Problem, units: np.ndarray, a: np.ndarray, xs: np.ndarray, total: np.ndarray | None = None):
     """The least c-MIR cut of each unit at its point: ``(rhs, gamma, alpha)``, rhs ``inf`` where none.
 
     ``a`` and ``xs`` (U, m) are the coverage and the LP values of each unit's m candidates (every
@@ -248,9 +394,13 @@ def _mir_cuts(problem: Problem, units: np.ndarray, a: np.ndarray, xs: np.ndarray
     (the fractional candidates' when there are any), then half, a quarter and an eighth of the
     best one; complemented sets ``x >= 0.5``, ``x > 0`` and none.  Among equal right-hand sides the
     first piece, pass, scale and set in that order wins.
+
+    With ``total`` (U,) the row is a unit's coverage in the group form of :func:`_gub_rows`:
+    ``z = total - a . v`` for 0/1 variables ``v`` (LP values ``xs``), so the piece reads
+    ``s a . v - t <= s total + b - cap`` with ``cap = h(total)``.
     """
     n_u, m = a.shape
-    cap = h_values(problem, units, a.sum(axis=1))
+    cap = h_values(problem, units, a.sum(axis=1) if total is None else total)
     frac = np.asarray((xs > 1e-9) & (xs < 1 - 1e-9))
     complements = np.stack([xs >= 0.5, xs > 1e-9, np.zeros_like(frac)], axis=1)      # (U, 3, m)
     pool = np.where(np.any(frac, axis=1)[:, None], frac, True)
@@ -266,10 +416,11 @@ def _mir_cuts(problem: Problem, units: np.ndarray, a: np.ndarray, xs: np.ndarray
         usable = np.isfinite(deltas)
         usable[:, 1:] &= deltas[:, 1:] != deltas[:, :-1]
         usable &= live[:, None]
-        found = _mir_rows(-sa, b - cap, cap, np.where(usable, deltas, 1.0), usable, complements, xs)
+        g0, rhs0 = (-sa, b - cap) if total is None else (sa, s * total + b - cap)
+        found = _mir_rows(g0, rhs0, cap, np.where(usable, deltas, 1.0), usable, complements, xs)
         halves = found[3][:, None] / np.array([2.0, 4.0, 8.0])
         again = np.isfinite(found[0])[:, None] & np.ones((1, 3), dtype=bool)
-        scaled = _mir_rows(-sa, b - cap, cap, np.where(again, halves, 1.0), again, complements, xs)
+        scaled = _mir_rows(g0, rhs0, cap, np.where(again, halves, 1.0), again, complements, xs)
         for rhs, gamma, alpha, _ in (found, scaled):
             better = rhs < best_rhs
             best_rhs = np.where(better, rhs, best_rhs)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..objective import h_values
+from ..objective import h_inf, h_values
 from ..problem import Problem
 from .cuts import CUT_MARGIN, Cuts
 
-__all__ = ["carry_cuts", "fix_in"]
+__all__ = ["carry_cuts", "clip_at_saturation", "fix_in"]
 
 def carry_cuts(cuts: Cuts, old: Problem, new: Problem, members, unit_origin: np.ndarray) -> tuple[Cuts, np.ndarray]:
     """The cuts of ``old`` rewritten for ``new``, the problem :func:`~memaudit_solvers.bnb.decompose.decompose`
@@ -61,6 +61,38 @@ def carry_cuts(cuts: Cuts, old: Problem, new: Problem, members, unit_origin: np.
     return out, kept
 
 
+def clip_at_saturation(problem: Problem) -> Problem:
+    """``problem`` with each coverage entry cut to its unit's saturation point, or ``problem`` itself.
+
+    For ``h_r`` concave and flat from ``z_sat`` on, ``h_r(sum_u min(a_ur, z_sat)) = h_r(sum_u a_ur)``
+    at every store (a candidate covering at least ``z_sat`` saturates the unit either way; otherwise
+    nothing changes), so F is the same and every store keeps its value; only the LP relaxation
+    changes, for the better: ``y_r <= a x_u`` with ``a`` above the cap let a fraction of x_u fill
+    the unit.  After a restart's shift (``h'(z) = h(c + z) - h(c)``) the caps are ``1 - c`` while
+    the coverage stays up to 1: on the problem ``summary_problem(1000, 2)``'s last restart leaves at
+    25 %, 189 of 1,179 entries are cut and its LP without cuts falls from 767.2 to 754.5 (OPT 733.4;
+    the cuts carried over had already taken most of that).  A unit is cut only where ``h`` at its
+    saturation point is exactly its top value in floating point.
+    """
+    from .treedp import saturation
+
+    cov = sp.csr_array(problem.coverage)
+    if cov.nnz == 0:
+        return problem
+    units = np.arange(problem.n_units)
+    z_sat = saturation(problem, units)
+    exact = np.isfinite(z_sat)
+    exact[exact] = h_values(problem, units[exact], z_sat[exact]) >= h_inf(problem)[exact]
+    cap = np.where(exact, z_sat, np.inf)[cov.indices]
+    over = cov.data > cap
+    if not over.any():
+        return problem
+    data = np.where(over, cap, cov.data)
+    clipped = sp.csr_array((data, cov.indices, cov.indptr), shape=cov.shape)
+    return Problem.build(problem.costs, problem.groups, clipped, problem.weights, h_slopes=problem.h_slopes,
+                         h_intercepts=problem.h_intercepts, n_groups=problem.n_groups)
+
+
 def fix_in(problem: Problem, fixed: np.ndarray, cuts: Cuts) -> tuple[Problem, float, float, Cuts]:
     """Take the candidates ``fixed`` into every store: ``(shifted, offset, cost, cuts)``.
 
@@ -70,7 +102,9 @@ def fix_in(problem: Problem, fixed: np.ndarray, cuts: Cuts) -> tuple[Problem, fl
     cost`` when ``fixed + S`` fits the budget.  A unit the fixed candidates already take to the top
     of its h is covered by no candidate in ``shifted`` (it adds nothing more).  The fixed candidates
     stay (the indices do not change) but no store of the restart uses them, nor any other candidate
-    of their groups.  The cuts ``ycoef . h(z) <= gamma + alpha . x`` are rewritten for ``F'``:
+    of their groups.  Coverage above a unit's new saturation point is then cut to it
+    (:func:`clip_at_saturation`: F' is the same at every store, its LP tighter).  The cuts
+    ``ycoef . h(z) <= gamma + alpha . x`` are rewritten for ``F'``:
     ``gamma`` gains ``alpha`` on the fixed candidates and loses ``ycoef . h(c)``.
     """
     fixed = np.asarray(fixed, dtype=np.int64)
@@ -88,6 +122,7 @@ def fix_in(problem: Problem, fixed: np.ndarray, cuts: Cuts) -> tuple[Problem, fl
         coverage.eliminate_zeros()
     shifted = Problem.build(problem.costs, problem.groups, coverage, problem.weights, h_slopes=problem.h_slopes,
                             h_intercepts=intercepts, n_groups=problem.n_groups)
+    shifted = clip_at_saturation(shifted)
     offset = float(problem.weights @ hc)
     cost = float(problem.costs[fixed].sum())
     out = Cuts(problem.n_candidates, problem.n_units)
