@@ -81,6 +81,9 @@ GUB_CUTS = True
 #: group forms with more variables than this are not tried
 GUB_MAX_TERMS = 64
 
+#: group forms are batched by their number of variables rounded up to a multiple of this
+GUB_BUCKET = 8
+
 
 class Cuts:
     """The cuts found so far: ``ycoef[k] . h(z) <= gamma[k] + alpha[k] . x`` for every store x.
@@ -283,10 +286,11 @@ def _gub_cuts(problem: Problem, units: np.ndarray, pos: np.ndarray, x: np.ndarra
     found = []
     order = np.argsort(problem.groups, kind="stable")
     bounds = np.searchsorted(problem.groups[order], np.arange(problem.n_groups + 1))
-    for m in np.unique(length[length > 0]).tolist():
-        if m > GUB_MAX_TERMS:
-            continue
-        mine = np.flatnonzero(length == m)
+    # rows padded to a multiple of GUB_BUCKET with variables of coefficient 0 (never a scale, never
+    # complemented: the cut gives them 0), so few batches of the c-MIR run
+    width = -(-length // GUB_BUCKET) * GUB_BUCKET
+    for m in np.unique(width[(length > 0) & (length <= GUB_MAX_TERMS)]).tolist():
+        mine = np.flatnonzero((width == m) & (length > 0) & (length <= GUB_MAX_TERMS))
         row = np.full(rs_all.size, -1)
         row[mine] = np.arange(mine.size)
         on = row[var_unit] >= 0
@@ -299,7 +303,8 @@ def _gub_cuts(problem: Problem, units: np.ndarray, pos: np.ndarray, x: np.ndarra
         rs = rs_all[mine]
         rhs, gamma, alpha = _mir_cuts(problem, rs, c, v, total[mine])
         for i in np.flatnonzero(rhs < y[rs] - VIOLATION).tolist():
-            g_new, cols, a_x = _from_group_form(float(gamma[i]), alpha[i], k_of[i], order, bounds)
+            n_var = int(length[mine[i]])                  # the padding comes last, with 0 in the cut
+            g_new, cols, a_x = _from_group_form(float(gamma[i]), alpha[i][:n_var], k_of[i][:n_var], order, bounds)
             at_x = float(g_new + a_x @ x[cols])
             if at_x < y[rs[i]] - VIOLATION:     # (as in the form's variables wherever x keeps one per group)
                 found.append((int(pos[mine[i]]), int(rs[i]), g_new, cols, a_x, at_x))
@@ -413,7 +418,7 @@ def _mir_cuts(problem: Problem, units: np.ndarray, a: np.ndarray, xs: np.ndarray
         sa = s[:, None] * a
         # each unit's distinct scales, ascending (np.unique's order), the rest masked out
         deltas = np.sort(np.where(pool, sa, np.inf), axis=1)
-        usable = np.isfinite(deltas)
+        usable = np.isfinite(deltas) & (deltas > 0)       # (0: a group form's padding)
         usable[:, 1:] &= deltas[:, 1:] != deltas[:, :-1]
         usable &= live[:, None]
         g0, rhs0 = (-sa, b - cap) if total is None else (sa, s * total + b - cap)
