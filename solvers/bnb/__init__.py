@@ -71,7 +71,8 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        bound is computed here and is valid whatever they are.  At the root,
        rounds of cuts tighten that LP: Gomory mixed-integer cuts of its
        tableau rows (:mod:`memaudit_solvers.bnb.tableau`) and c-MIR and
-       submodular cuts of each unit's coverage (:mod:`memaudit_solvers.bnb.cuts`);
+       submodular cuts of each unit's coverage, in its own row and in its group
+       form (:mod:`memaudit_solvers.bnb.cuts`);
        each cut holds at every store within the budget, and the bound prices
        it with the LP's multiplier (valid for any multiplier >= 0).
     4. Incumbents: greedy, LP and DP roundings, the Lagrangian choice upgraded
@@ -86,8 +87,8 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        the candidates (a group whose 'none' goes and which keeps one candidate
        counts that one as taken in), the search restarts on what is left
        (:mod:`memaudit_solvers.bnb.restart`): the taken candidates are fixed
-       into every store (h shifted by what they cover, the budget less their
-       cost), presolve and decomposition run again, and the root's cuts are
+       into every store (h shifted by what they cover, coverage cut to each
+       unit's new saturation point, the budget less their cost), presolve and decomposition run again, and the root's cuts are
        carried over to the rebuilt problem, then a new root (at most
        ``MAX_RESTARTS`` times); every store better than the incumbent uses
        only those candidates and takes the fixed ones, so OPT is unchanged.
