@@ -173,7 +173,7 @@ def separate(problem: Problem, x: np.ndarray, y: np.ndarray, units: np.ndarray):
     # fractional candidates per unit, from the prefix sums over the column entries
     n_frac = np.diff(np.concatenate([[0], np.cumsum(frac[cov.indices])])[cov.indptr])
     pos = np.flatnonzero((y[units] > VIOLATION) & (counts[units] >= 2) & (n_frac[units] > 0))
-    found: list[tuple[int, int, float, np.ndarray, np.ndarray]] = []
+    found: list[tuple[int, int, float, np.ndarray, np.ndarray, float]] = []  # (position, unit, gamma, cols, alpha, rhs)
     # the c-MIR cuts of all units with the same number of candidates at once, a chunk at a time
     for m in np.unique(counts[units[pos]]).tolist():
         mine = pos[counts[units[pos]] == m]
