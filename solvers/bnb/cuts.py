@@ -52,7 +52,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..objective import h_values
+from ..objective import h_values, rows_entries
 from ..problem import Problem
 
 __all__ = ["Cuts", "separate", "mir_function", "ROUNDS", "CUT_MARGIN", "MIR_MIN_FRAC"]
@@ -227,9 +227,7 @@ def _gub_rows(problem: Problem, units: np.ndarray, x: np.ndarray):
     cov = sp.csc_array(problem.coverage)
     groups = problem.groups
     n_u, n_g, n_c = units.size, problem.n_groups, problem.n_candidates
-    lengths = cov.indptr[units + 1] - cov.indptr[units]
-    ent_unit = np.repeat(np.arange(n_u), lengths)
-    ent_pos = np.repeat(cov.indptr[units], lengths) + np.arange(ent_unit.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    ent_unit, ent_pos = rows_entries(cov.indptr, units)          # (a CSC column is a unit)
     ent_cand, ent_a = cov.indices[ent_pos], cov.data[ent_pos]
     # (unit, group) pairs and the most a candidate of the group covers of the unit
     pair_key, pair_of = np.unique(ent_unit * n_g + groups[ent_cand], return_inverse=True)
@@ -241,10 +239,8 @@ def _gub_rows(problem: Problem, units: np.ndarray, x: np.ndarray):
     # every candidate of each pair's group, with what it covers of the pair's unit
     order = np.argsort(groups, kind="stable")
     bounds = np.searchsorted(groups[order], np.arange(n_g + 1))
-    size = bounds[pair_group + 1] - bounds[pair_group]
-    mem_pair = np.repeat(np.arange(pair_key.size), size)
-    mem_cand = order[np.repeat(bounds[pair_group], size) + np.arange(mem_pair.size)
-                     - np.repeat(np.cumsum(size) - size, size)]
+    mem_pair, mem_at = rows_entries(bounds, pair_group)
+    mem_cand = order[mem_at]
     ent_key = ent_unit * n_c + ent_cand
     by_key = np.argsort(ent_key, kind="stable")
     mem_key = pair_unit[mem_pair] * n_c + mem_cand
