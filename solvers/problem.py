@@ -299,11 +299,18 @@ class Problem:
             return bool(np.allclose(env1, 1.0, rtol=0, atol=0) and np.all(env_big == 1.0) and np.all(env_half == 0.5))
         return self.cached("is_min1", check)
 
+    def group_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(order, bounds)``: the candidates sorted by group (stable), and where each group starts in
+        that order (length n_groups + 1): group g's candidates are ``order[bounds[g]:bounds[g + 1]]``."""
+        def sort():
+            order = np.argsort(self.groups, kind="stable")
+            return order, np.searchsorted(self.groups[order], np.arange(self.n_groups + 1))
+        return self.cached("group_order", sort)
+
     def group_members(self) -> list[np.ndarray]:
         """Candidate indices of each group (list of length n_groups)."""
         def members():
-            order = np.argsort(self.groups, kind="stable")
-            bounds = np.searchsorted(self.groups[order], np.arange(self.n_groups + 1))
+            order, bounds = self.group_order()
             return [order[bounds[g]:bounds[g + 1]] for g in range(self.n_groups)]
         return self.cached("members", members)
 

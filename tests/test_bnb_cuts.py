@@ -190,8 +190,6 @@ def test_group_form_is_the_coverage_at_every_store_and_its_cuts_move_back_exactl
     rows = _gub_rows(p, units, x)
     total, _, _, var_pos, coef, _, kind = rows
     rng = np.random.default_rng(point_seed)
-    order = np.argsort(p.groups, kind="stable")
-    bounds = np.searchsorted(p.groups[order], np.arange(p.n_groups + 1))
     cov = p.coverage.toarray()
     for _ in range(20):
         # a random store: each group one of its candidates or none
@@ -204,8 +202,8 @@ def test_group_form_is_the_coverage_at_every_store_and_its_cuts_move_back_exactl
             assert total[i] - coef[mine] @ v == pytest.approx(cov[store, i].sum(), abs=1e-12)
             alpha = rng.normal(size=mine.size)
             gamma = float(rng.normal())
-            g_x, cols, a_x = _from_group_form(gamma, alpha[np.argsort(var_pos[mine])],
-                                              kind[mine][np.argsort(var_pos[mine])], order, bounds)
+            g_x, cols, a_x = _from_group_form(p, gamma, alpha[np.argsort(var_pos[mine])],
+                                              kind[mine][np.argsort(var_pos[mine])])
             in_store = np.isin(cols, store)
             lhs = gamma + alpha[np.argsort(var_pos[mine])] @ v[np.argsort(var_pos[mine])]
             margin = CUT_MARGIN * (1.0 + abs(gamma) + float(np.abs(alpha).sum()))

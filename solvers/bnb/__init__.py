@@ -88,7 +88,8 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        counts that one as taken in), the search restarts on what is left
        (:mod:`memaudit_solvers.bnb.restart`): the taken candidates are fixed
        into every store (h shifted by what they cover, coverage cut to each
-       unit's new saturation point, the budget less their cost), presolve and decomposition run again, and the root's cuts are
+       unit's new saturation point, the budget less their cost), presolve and
+       decomposition run again, and the root's cuts are
        carried over to the rebuilt problem, then a new root (at most
        ``MAX_RESTARTS`` times); every store better than the incumbent uses
        only those candidates and takes the fixed ones, so OPT is unchanged.

@@ -166,7 +166,7 @@ def separate(problem: Problem, x: np.ndarray, y: np.ndarray, units: np.ndarray):
     >>> round(float(gamma[0]), 6), np.round(alpha.toarray(), 6).tolist()
     (0.2, [[0.4, 0.4]])
     """
-    cov = sp.csc_array(problem.coverage)
+    cov = problem.coverage_csc
     units = np.asarray(units, dtype=np.int64)
     frac = (x > 1e-9) & (x < 1 - 1e-9)
     counts = np.diff(cov.indptr)
@@ -224,7 +224,7 @@ def _gub_rows(problem: Problem, units: np.ndarray, x: np.ndarray):
     unit's row (the ``s_g`` first), coefficient, LP value and ``kind`` (``-1 - g`` for ``s_g``, u for
     ``x_u``).
     """
-    cov = sp.csc_array(problem.coverage)
+    cov = problem.coverage_csc
     groups = problem.groups
     n_u, n_g, n_c = units.size, problem.n_groups, problem.n_candidates
     ent_unit, ent_pos = rows_entries(cov.indptr, units)          # (a CSC column is a unit)
@@ -236,18 +236,15 @@ def _gub_rows(problem: Problem, units: np.ndarray, x: np.ndarray):
     m_g = np.zeros(pair_key.size)
     np.maximum.at(m_g, pair_of, ent_a)
     total = np.bincount(pair_unit, weights=m_g, minlength=n_u)
-    # every candidate of each pair's group, with what it covers of the pair's unit
-    order = np.argsort(groups, kind="stable")
-    bounds = np.searchsorted(groups[order], np.arange(n_g + 1))
+    # every candidate of each pair's group, with what it covers of the pair's unit (0 if nothing)
+    order, bounds = problem.group_order()
     mem_pair, mem_at = rows_entries(bounds, pair_group)
     mem_cand = order[mem_at]
-    ent_key = ent_unit * n_c + ent_cand
-    by_key = np.argsort(ent_key, kind="stable")
+    by_key = np.argsort(ent_unit * n_c + ent_cand, kind="stable")
+    ent_key, ent_a_sorted = (ent_unit * n_c + ent_cand)[by_key], ent_a[by_key]
     mem_key = pair_unit[mem_pair] * n_c + mem_cand
-    at = np.searchsorted(ent_key[by_key], mem_key)
-    at = np.minimum(at, max(ent_key.size - 1, 0))
-    hit = ent_key.size > 0
-    mem_a = np.where(hit & (ent_key[by_key][at] == mem_key), ent_a[by_key][at] if hit else 0.0, 0.0)
+    at = np.minimum(np.searchsorted(ent_key, mem_key), ent_key.size - 1)   # (no pair: both empty)
+    mem_a = np.where(ent_key[at] == mem_key, ent_a_sorted[at], 0.0)
     d = m_g[mem_pair] - mem_a
     keep = d > 0
     mem_pair, mem_cand, d = mem_pair[keep], mem_cand[keep], d[keep]
@@ -280,8 +277,6 @@ def _gub_cuts(problem: Problem, units: np.ndarray, pos: np.ndarray, x: np.ndarra
     rs_all = units[pos]
     total, length, var_unit, var_pos, coef, value, kind = _gub_rows(problem, rs_all, x)
     found = []
-    order = np.argsort(problem.groups, kind="stable")
-    bounds = np.searchsorted(problem.groups[order], np.arange(problem.n_groups + 1))
     # rows padded to a multiple of GUB_BUCKET with variables of coefficient 0 (never a scale, never
     # complemented: the cut gives them 0), so few batches of the c-MIR run
     width = -(-length // GUB_BUCKET) * GUB_BUCKET
@@ -300,26 +295,26 @@ def _gub_cuts(problem: Problem, units: np.ndarray, pos: np.ndarray, x: np.ndarra
         rhs, gamma, alpha = _mir_cuts(problem, rs, c, v, total[mine])
         for i in np.flatnonzero(rhs < y[rs] - VIOLATION).tolist():
             n_var = int(length[mine[i]])                  # the padding comes last, with 0 in the cut
-            g_new, cols, a_x = _from_group_form(float(gamma[i]), alpha[i][:n_var], k_of[i][:n_var], order, bounds)
+            g_new, cols, a_x = _from_group_form(problem, float(gamma[i]), alpha[i][:n_var], k_of[i][:n_var])
             at_x = float(g_new + a_x @ x[cols])
             if at_x < y[rs[i]] - VIOLATION:     # (as in the form's variables wherever x keeps one per group)
                 found.append((int(pos[mine[i]]), int(rs[i]), g_new, cols, a_x, at_x))
     return found
 
 
-def _from_group_form(gamma: float, alpha: np.ndarray, kinds: np.ndarray, order: np.ndarray, bounds: np.ndarray):
+def _from_group_form(problem: Problem, gamma: float, alpha: np.ndarray, kinds: np.ndarray):
     """A cut ``h <= gamma + alpha . v`` over the variables of a group form (``kinds`` as
     :func:`_gub_rows` gives them) as ``h <= gamma' + alpha' . x``: ``(gamma', candidates, alpha')``.
 
     ``s_g = 1 - sum_{u in g} x_u``: its coefficient moves to ``gamma`` and, negated, onto every
-    candidate of g (``order[bounds[g]:bounds[g + 1]]``, the candidates sorted by group); the same
-    value at every store, up to the margin of :data:`CUT_MARGIN` added to ``gamma'``.
+    candidate of g; the same value at every store, up to the margin of :data:`CUT_MARGIN` added to
+    ``gamma'``.
     """
+    members = problem.group_members()
     on_s = kinds < 0
     g_s = (-1 - kinds[on_s]).tolist()
-    cols = np.concatenate([kinds[~on_s]] + [order[bounds[g]:bounds[g + 1]] for g in g_s])
-    coeffs = np.concatenate([alpha[~on_s]] + [np.full(bounds[g + 1] - bounds[g], -a)
-                                              for g, a in zip(g_s, alpha[on_s].tolist())])
+    cols = np.concatenate([kinds[~on_s]] + [members[g] for g in g_s])
+    coeffs = np.concatenate([alpha[~on_s]] + [np.full(members[g].size, -a) for g, a in zip(g_s, alpha[on_s].tolist())])
     uniq, inv = np.unique(cols, return_inverse=True)
     summed = np.bincount(inv.reshape(-1), weights=coeffs, minlength=uniq.size)
     g_new = gamma + float(alpha[on_s].sum())
