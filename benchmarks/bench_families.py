@@ -33,10 +33,12 @@ FAMILIES = {
     "summaries": ("`summary_problem(n, seed)`: 1-3 units per experience, partial coverage (two decimals), "
                   "real weights, summaries over a window of 6 experiences (one coupled component)",
                   (50, 100, 200), HARD_FRACS),
+    "summaries-restate": ("`summary_problem(n, seed, restate=0.8)`: the same with 80 % of the units restated (many "
+                          "groups cover each unit: symmetric, degenerate LPs)", (50, 100, 200), HARD_FRACS),
 }
 #: the sizes of ``--quick``
 QUICK_FAMILY_SIZES = {"random": QUICK_SIZES, "restate": (200,), "restate-pwl": (200,), "restate-cap": (200,),
-                      "validity": (1,), "summaries": (50,)}
+                      "validity": (1,), "summaries": (50,), "summaries-restate": (50,)}
 
 
 def with_h(p: Problem, slopes, intercepts) -> Problem:
@@ -77,6 +79,8 @@ def make_problem(family: str, n: int, seed: int) -> Problem:
         return random_problem(n, seed)
     if family == "summaries":
         return summary_problem(n, seed)
+    if family == "summaries-restate":
+        return summary_problem(n, seed, restate=0.8)
     if family == "validity":
         return side_by_side([validity_stream(seed * n + i) for i in range(n)])
     p = random_problem(n, seed, restate=0.8)

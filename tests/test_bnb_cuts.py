@@ -140,6 +140,33 @@ def test_root_cuts_raise_the_bound_on_a_summary_package():
     assert r.stats["cuts"] > 0 and r.stats["cut_rounds"] > 0
 
 
+def test_root_cuts_go_on_past_a_round_that_leaves_a_degenerate_lp_value_unchanged():
+    # 80 % of the units restated: many groups cover each unit and the root LP is degenerate.  The
+    # first round's cuts move its point and not its value; the rounds stopped there, and the search
+    # took 229 nodes (a 20 s time-out on a larger problem of the kind) where 10 rounds leave 2
+    from memaudit_solvers.bnb.nodelp import NodeLP
+    from memaudit_solvers.bnb.tableau import tableau_cuts
+    from memaudit_solvers.milp import milp_highs
+
+    p = summary_problem(16, 2, restate=0.8)
+    budget = 0.25 * p.stream_cost()
+    lp = NodeLP(p, budget)
+    bounds = (np.zeros(p.n_candidates), np.ones(p.n_candidates), np.zeros(p.n_groups))
+    _, _, x, y, value = lp.solve(*bounds)
+    ycoef, t_gamma, t_alpha = tableau_cuts(lp, x, y)
+    unit, gamma, alpha = separate(p, x, y, np.arange(p.n_units))
+    cuts = Cuts(p.n_candidates, p.n_units)
+    cuts.extend(unit, gamma, alpha)
+    cuts.extend(np.full(t_gamma.size, -1), t_gamma, t_alpha, ycoef)
+    assert len(cuts) > 0
+    lp.add_cuts(cuts.ycoef, cuts.gamma, cuts.alpha)
+    assert lp.solve(*bounds)[-1] == pytest.approx(value, rel=1e-12)     # the first round: no gain
+    r = branch_and_bound(p, budget)
+    assert r.stats["cut_rounds"] >= 2
+    assert r.stats["nodes"] <= 20
+    assert r.status == "optimal" and r.value == pytest.approx(milp_highs(p, budget).value, rel=1e-9)
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.integers(3, 12), st.integers(0, 10**6), st.sampled_from(["summary", "coupled", "pwl"]),
        st.integers(0, 10**6))

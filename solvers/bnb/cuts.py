@@ -63,6 +63,13 @@ ROUNDS = 12
 #: a round must raise the LP bound by at least this share of the bound to be followed by another
 MIN_GAIN = 1e-5
 
+#: rounds in a row that may leave the LP value unchanged (within STALL_GAIN of it) before the rounds
+#: stop: on a degenerate LP the cuts of a round move the point and not the value
+STALL_ROUNDS = 2
+
+#: a round that raises the LP value by at most this share of it left the value unchanged
+STALL_GAIN = 1e-9
+
 #: a cut must be violated by at least this much (y is in units of h)
 VIOLATION = 1e-6
 
