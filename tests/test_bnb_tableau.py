@@ -12,6 +12,7 @@ from memaudit_solvers.bnb import branch_and_bound
 from memaudit_solvers.bnb.cuts import Cuts
 from memaudit_solvers.bnb.nodelp import NodeLP
 from memaudit_solvers.bnb.search import NONE, Search
+from memaudit_solvers.bnb.grid import cost_step
 from memaudit_solvers.bnb.tableau import tableau_cuts
 from memaudit_solvers.bruteforce import brute_force
 from memaudit_solvers.objective import evaluate, h_values
@@ -43,9 +44,15 @@ def assert_valid_at_every_store(p: Problem, budget: float, ycoef, gamma, alpha):
     assert worst <= 1e-9, worst
 
 
+def grid_lp(p: Problem, budget: float) -> NodeLP:
+    """The node LP as the search builds it: with costs on a grid, the budget row's steps are known."""
+    step = cost_step(p.costs)
+    return NodeLP(p, budget, math.floor(budget / step) if step > 0 else None, step)
+
+
 def root_rounds(p: Problem, budget: float, rounds: int, perturb=None):
     """Tableau cuts of a few root rounds (each added to the LP), optionally at perturbed points."""
-    lp = NodeLP(p, budget)
+    lp = grid_lp(p, budget)
     cuts = Cuts(p.n_candidates, p.n_units)
     lower, upper = np.zeros(p.n_candidates), np.ones(p.n_candidates)
     for k in range(rounds):
@@ -78,7 +85,7 @@ def test_every_tableau_cut_holds_at_every_store_within_the_budget(n, seed, famil
 def test_tableau_cuts_cut_off_the_lp_point_and_are_found_on_summaries():
     p = summary_problem(5, 2)
     budget = 0.25 * float(p.costs.sum())
-    lp = NodeLP(p, budget)
+    lp = grid_lp(p, budget)
     _, _, x, y, value = lp.solve(np.zeros(p.n_candidates), np.ones(p.n_candidates), np.zeros(p.n_groups))
     ycoef, gamma, alpha = tableau_cuts(lp, x, y)
     assert gamma.size > 0
@@ -100,7 +107,7 @@ def test_group_rows_enter_the_rounding_as_integers(monkeypatch):
     budget = 0.25 * p.stream_cost()
 
     def three_rounds():
-        lp = NodeLP(p, budget)
+        lp = grid_lp(p, budget)
         bounds = (np.zeros(p.n_candidates), np.ones(p.n_candidates), np.zeros(p.n_groups))
         out = lp.solve(*bounds)
         for _ in range(3):

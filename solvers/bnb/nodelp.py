@@ -27,10 +27,14 @@ class NodeLP:
 
     Columns: ``x_u`` (one per candidate, in [0, 1]) then ``y_r`` (one per unit).  Rows: the
     pieces with a positive slope, the budget, one row per group.  Weights and costs are handed to
-    HiGHS at scale 1 (its tolerances are absolute).
+    HiGHS at scale 1 (its tolerances are absolute).  With ``budget_steps`` (costs multiples of
+    ``cost_step > 0``, and no store spending more than ``budget_steps`` steps) the budget row states
+    that many steps, the budget rounded down to the costs' grid (the same stores fit), and the
+    tableau cuts round its activity as an integer number of steps
+    (:mod:`memaudit_solvers.bnb.tableau`).
     """
 
-    def __init__(self, problem: Problem, budget: float):
+    def __init__(self, problem: Problem, budget: float, budget_steps: int | None = None, cost_step: float = 0.0):
         import highspy
 
         self.hs = highspy
@@ -46,6 +50,11 @@ class NodeLP:
         n_pieces = self.rows_r.size
         self.w_scale = float(p.weights.max()) if n_y and p.weights.max() > 0 else 1.0
         self.c_scale = max(float(budget), float(p.costs.max()) if n_x else 0.0) or 1.0
+        # costs on a grid: every store spends K cost steps, K an integer of at most budget_steps
+        self.budget_steps = budget_steps if budget_steps is not None and cost_step > 0 else None
+        self.budget_sigma = cost_step / self.c_scale
+        if self.budget_steps is not None:
+            budget = min(budget, self.budget_steps * cost_step)
         cov_t = sp.csr_array(p.coverage.T)                                       # (n_y, n_x)
         piece_x = sp.csr_array(cov_t[self.rows_r].multiply((-self.slope)[:, None]))
         piece_y = sp.csr_array((np.ones(n_pieces), (np.arange(n_pieces), self.rows_r)), shape=(n_pieces, n_y))

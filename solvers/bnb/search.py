@@ -267,7 +267,8 @@ class Search:
         """
         p = self.p
         if self.node_lp is None:
-            self.node_lp = NodeLP(p, self.budget)
+            steps = self.steps_within(self.budget) if self.cost_step > 0 else None
+            self.node_lp = NodeLP(p, self.budget, steps, self.cost_step)
             self.node_lp.add_cuts(self.cuts.ycoef, self.cuts.gamma, self.cuts.alpha)   # carried by a restart
         real = self.opt_cand >= 0
         upper = np.zeros(p.n_candidates)
