@@ -259,8 +259,8 @@ class Search:
         (c-MIR and submodular cuts of one unit) add the cuts the LP point violates and re-solve, at
         most :data:`cuts.ROUNDS` times, while a round raises the LP value by at least
         :data:`cuts.MIN_GAIN` of it, or leaves it unchanged (within :data:`cuts.STALL_GAIN`) at most
-        :data:`cuts.STALL_ROUNDS` times in a row: on a degenerate LP a round's cuts move the point
-        and not the value (``summary_problem(81, 917402, window=7, restate=0.65)`` at 25 %: the first
+        :data:`cuts.STALL_ROUNDS` times in a row (each such point is rounded too, a store worth the
+        LP value ending the rounds): on a degenerate LP a round's cuts move the point and not the value (``summary_problem(81, 917402, window=7, restate=0.65)`` at 25 %: the first
         round left 85.831 unchanged and the rounds stopped there; the search then timed out at
         60 s, 0.19 above OPT, where the next rounds take the root to 85.653 and the whole solve
         takes 1.3 s).
@@ -313,6 +313,9 @@ class Search:
                 break
             else:
                 stalled += 1    # the same LP value at another point (a degenerate LP): cut again
+                # that other point may round to a store worth the LP value (every unit saturated,
+                # say), which ends the rounds
+                round_store(self, info, self._x_of_options(info, new[2]))
         mu, pi, x, _, value = out
         if separate_cuts and len(self.cuts):
             # the tableau cuts the root LP does not price leave the LP and the bound: their dense rows
@@ -322,10 +325,14 @@ class Search:
                 self.cuts.keep(keep)
                 node_lp.keep_cuts(keep)
                 pi = pi[keep]
+        return (mu, pi), self._x_of_options(info, x), value
+
+    def _x_of_options(self, info, x: np.ndarray) -> np.ndarray:
+        """The LP values ``x`` of the candidates as values of the node's free options ('none': 0)."""
         oc = self.opt_cand[info["free_idx"]]
         x_opt = np.zeros(oc.size)
         x_opt[oc >= 0] = x[oc[oc >= 0]]
-        return (mu, pi), x_opt, value
+        return x_opt
 
     def dp_pays(self, is_root: bool) -> bool:
         """Whether a node with an LP runs the knapsack DP after it (:meth:`dp_bound`).
