@@ -183,3 +183,36 @@ def test_validity_chain_closes_at_the_root_and_agrees_with_highs(frac):
 def test_tree_limit_must_be_an_int_at_least_zero(value):
     with pytest.raises(ValueError, match=r"method 'bnb': setting 'tree_limit' must be an integer >= 0; got "):
         branch_and_bound(random_problem(5, 0), 10.0, tree_limit=value)
+
+
+def test_levels_bound_each_units_coverage_states():
+    from memaudit_solvers.bnb.treedp import _levels
+
+    # two groups cover the unit with 0.5 each and h = min(1, z): sums 0, 0.5 and 1, not 2**2
+    p = Problem.build([1, 1], [0, 1], [[0.5], [0.5]], [1.0])
+    assert _levels(p, np.array([0]), np.array([2])).tolist() == [3.0]
+    # coverage on no decimal grid: every subset of the groups may give its own sum
+    p = Problem.build([1, 1], [0, 1], [[1 / 3], [0.1234567891]], [1.0])
+    assert _levels(p, np.array([0]), np.array([2])).tolist() == [4.0]
+
+
+@pytest.mark.parametrize("case", ["validity", "restate", "restated summaries"])
+def test_the_state_gate_skips_only_what_the_programme_gives_up(case, monkeypatch):
+    """A component whose open units' coverage levels multiply far past the limit is not tried: the
+    programme finds the same frontiers with and without the gate, and bnb the same optimum."""
+    import memaudit_solvers.bnb.treedp as treedp
+    from memaudit_solvers.random_problems import summary_problem
+
+    if case == "validity":
+        p = small_validity(1, entities=4, attributes=4, min_updates=9, max_updates=9)
+    elif case == "restate":
+        p = random_problem(200, 0, restate=0.8)
+    else:
+        p = summary_problem(50, 1, restate=0.8)
+    budget = 0.1 * p.stream_cost()
+    gated = branch_and_bound(p, budget, max_combos=64)
+    monkeypatch.setattr(treedp, "LEVEL_GATE", False)
+    plain = branch_and_bound(p, budget, max_combos=64)
+    assert gated.stats["tree_dp_components"] == plain.stats["tree_dp_components"]
+    assert gated.stats["tree_dp_entries"] == plain.stats["tree_dp_entries"]
+    assert gated.status == plain.status == "optimal" and gated.value == pytest.approx(plain.value, rel=1e-9)
