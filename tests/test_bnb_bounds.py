@@ -69,6 +69,9 @@ def mckp_lps(draw):
 # a group whose cheapest option has a negative profit and whose costly one a tiny positive profit: the
 # budget price must reach 2 (a bracket from profit / cost alone stopped near 1e-229)
 @example((np.array([-1.0, 9.79155764e-290]), np.array([0.0, 0.5]), np.array([0]), 0.0))
+# a profit of 6e-8, below HiGHS's default dual feasibility tolerance of 1e-7: its LP said 0 (the reference
+# LP now runs at HiGHS's tightest tolerances, 1e-10)
+@example((np.array([0.0, 0.0, 5.96046448e-08]), np.zeros(3), np.array([0]), 0.0))
 def test_lagrangian_min_is_the_multiple_choice_knapsacks_lp_value(case):
     """The budget price found by lagrangian_min gives the LP value of the multiple-choice knapsack (one
     option per group, the budget), as HiGHS's LP has it, and its choice takes one option per group within
@@ -82,7 +85,8 @@ def test_lagrangian_min_is_the_multiple_choice_knapsacks_lp_value(case):
     seg_of = np.repeat(np.arange(starts.size), np.diff(np.append(starts, profit.size)))
     eq = (seg_of[None, :] == np.arange(starts.size)[:, None]).astype(float)
     lp = linprog(-profit, A_ub=cost[None, :], b_ub=[budget], A_eq=eq, b_eq=np.ones(starts.size),
-                 bounds=(0, 1), method="highs")
+                 bounds=(0, 1), method="highs",
+                 options={"dual_feasibility_tolerance": 1e-10, "primal_feasibility_tolerance": 1e-10})
     assert lp.status == 0
     assert value == pytest.approx(-lp.fun, rel=1e-9, abs=1e-9)
     assert lam >= 0

@@ -260,10 +260,10 @@ class Search:
         most :data:`cuts.ROUNDS` times, while a round raises the LP value by at least
         :data:`cuts.MIN_GAIN` of it, or leaves it unchanged (within :data:`cuts.STALL_GAIN`) at most
         :data:`cuts.STALL_ROUNDS` times in a row (each such point is rounded too, a store worth the
-        LP value ending the rounds): on a degenerate LP a round's cuts move the point and not the value (``summary_problem(81, 917402, window=7, restate=0.65)`` at 25 %: the first
-        round left 85.831 unchanged and the rounds stopped there; the search then timed out at
-        60 s, 0.19 above OPT, where the next rounds take the root to 85.653 and the whole solve
-        takes 1.3 s).
+        LP value ending the rounds): on a degenerate LP a round's cuts move the point and not the
+        value (``summary_problem(81, 917402, window=7, restate=0.65)`` at 25 %: the first round left
+        85.831 unchanged and the rounds stopped there; the search then timed out at 60 s, 0.19 above
+        OPT, where the next rounds take the root to 85.653 and the whole solve takes 1.3 s).
         """
         p = self.p
         if self.node_lp is None:
