@@ -72,6 +72,23 @@ def _decimal_steps(values: np.ndarray, first: np.ndarray) -> np.ndarray | None:
     return None
 
 
+def coverage_values(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Each covered unit's distinct coverage values: ``(units, first, values, decimal)``.
+
+    ``values`` holds them unit by unit (ascending; unit ``units[i]``'s start at ``first[i]``) and
+    ``decimal`` is each unit's step of :func:`_decimal_steps` (None when some value is no short
+    decimal).  Computed once per problem; :func:`objective_grid` and the tree programme's state gate
+    (:func:`memaudit_solvers.bnb.treedp._levels`) read it.
+    """
+    def distinct():
+        csc = problem.coverage_csc
+        col = np.repeat(np.arange(problem.n_units), np.diff(csc.indptr))
+        pairs = np.unique(np.column_stack([col, csc.data]), axis=0)
+        units, first = np.unique(pairs[:, 0].astype(np.int64), return_index=True)
+        return units, first, pairs[:, 1], _decimal_steps(pairs[:, 1], first)
+    return problem.cached("coverage_values", distinct)
+
+
 def objective_grid(problem: Problem) -> float:
     """A step ``delta > 0`` with every value ``F(X)`` a multiple of it, or 0 if none is found.
 
@@ -94,18 +111,15 @@ def objective_grid(problem: Problem) -> float:
         if problem.coverage.nnz == 0:
             return 1.0  # F is identically 0
         # per unit, the coverage sums s_r lie on the grid step_r = gcd of column r's values
-        csc = problem.coverage_csc
-        col = np.repeat(np.arange(problem.n_units), np.diff(csc.indptr))
-        pairs = np.unique(np.column_stack([col, csc.data]), axis=0)
-        units, first, n_vals = np.unique(pairs[:, 0].astype(np.int64), return_index=True, return_counts=True)
+        units, first, values, decimal = coverage_values(problem)
+        n_vals = np.diff(np.append(first, values.size))
         step = np.zeros(problem.n_units)
-        decimal = _decimal_steps(pairs[:, 1], first)
         if decimal is not None:
             step[units] = decimal
         else:
-            step[units] = pairs[first, 1]                   # one distinct value: the step is that value
+            step[units] = values[first]                     # one distinct value: the step is that value
             for r, start, n in zip(units[n_vals > 1], first[n_vals > 1], n_vals[n_vals > 1]):
-                step[r] = cost_step(pairs[start:start + n, 1])
+                step[r] = cost_step(values[start:start + n])
                 if step[r] == 0:
                     return 0.0
         # every term w_r h_r(s_r) is then a multiple of w_r * gcd_k(slope_rk * step_r, intercept_rk)

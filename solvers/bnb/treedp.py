@@ -241,22 +241,26 @@ def _levels(problem: Problem, units: np.ndarray, n_groups: np.ndarray) -> np.nda
     per group), fewer where the coverage lies on a decimal grid of step ``s``: the programme keeps
     ``min(z, z_sat)``, at most ``min(z_sat, sum of the unit's coverage) / s + 1`` values.
     """
-    from .grid import _decimal_steps
+    from ..objective import rows_entries
+    from .grid import _decimal_steps, coverage_values
 
-    csc = problem.coverage_csc
-    cols = np.repeat(np.arange(problem.n_units), np.diff(csc.indptr))
-    keep = np.isin(cols, units)
-    pairs = np.unique(np.column_stack([cols[keep], csc.data[keep]]), axis=0)
     out = np.exp2(np.minimum(n_groups, 60).astype(float))
-    if pairs.size:
-        seg, first = np.unique(pairs[:, 0].astype(np.int64), return_index=True)
-        steps = _decimal_steps(pairs[:, 1], first)
-        if steps is not None:
-            top = np.minimum(saturation(problem, units), np.asarray(csc.sum(axis=0)).ravel()[units])
-            at = np.searchsorted(units, seg)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                grid = np.where(steps > 0, np.floor(top[at] / steps + 1e-9) + 1, np.inf)
-            out[at] = np.minimum(out[at], grid)
+    covered, first, values, _ = coverage_values(problem)
+    mine = np.isin(covered, units)
+    if not mine.any():
+        return np.maximum(out, 1.0)
+    # the decimal steps of these units' values alone (the problem's other units may have none)
+    n_vals = np.diff(np.append(first, values.size))[mine]
+    seg = covered[mine]
+    steps = _decimal_steps(values[rows_entries(np.append(first, values.size), np.flatnonzero(mine))[1]],
+                           np.cumsum(n_vals) - n_vals)
+    if steps is not None:
+        at = np.searchsorted(units, seg)
+        total = np.asarray(problem.coverage_csc.sum(axis=0)).ravel()[seg]
+        top = np.minimum(saturation(problem, seg), total)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            grid = np.where(steps > 0, np.floor(top / steps + 1e-9) + 1, np.inf)
+        out[at] = np.minimum(out[at], grid)
     return np.maximum(out, 1.0)
 
 
@@ -312,8 +316,8 @@ def frontiers(problem: Problem, comps: Sequence[Mapping[int, Sequence[int]]], *,
         # a step can take at most prod_r levels_r coverage states together
         units, r_idx = np.unique(pair_r, return_inverse=True)
         bits = np.log2(_levels(problem, units, np.bincount(r_idx, minlength=units.size)))
-        start = np.cumsum(np.bincount(g_comp, minlength=len(comps))) - np.bincount(g_comp, minlength=len(comps))
-        state_bits = _widths(step, pair_g, r_idx, units.size, g_comp, start, weights=bits)
+        size = np.bincount(g_comp, minlength=len(comps))
+        state_bits = _widths(step, pair_g, r_idx, units.size, g_comp, np.cumsum(size) - size, weights=bits)
         hopeless = np.isfinite(lim) & (state_bits > np.log2(np.maximum(lim, 1.0)) + LEVEL_MARGIN_BITS)
         todo = todo[~hopeless[todo]]
     n_cands = np.bincount(g_comp[cand_g], minlength=len(comps))
