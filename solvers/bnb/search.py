@@ -17,13 +17,17 @@ from .cuts import MIN_GAIN, ROUNDS, STALL_GAIN, STALL_ROUNDS, Cuts, separate
 from .grid import cost_step, objective_grid
 from .mckp import kept_mckp
 from .nodelp import NodeLP
-from .primal import core_dp_store, greedy, root_core_mip, root_sub_mip, round_store, upgrade_store
+from .primal import core_dp_store, exchange_greedy, greedy, root_core_mip, root_sub_mip, round_store, upgrade_store
 from .tableau import tableau_cuts
 
 __all__ = ["Search", "Progress", "NONE"]
 
 #: the option index of "no candidate of this group"
 NONE = -1
+
+#: at a root with coupled units, the rounding of the first LP point is completed by
+#: :func:`memaudit_solvers.bnb.primal.exchange_greedy` before any cut round
+EXCHANGE_AT_ROOT = True
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,7 @@ class Search:
         self.cuts = Cuts(problem.n_candidates, problem.n_units)   # separated at the root, kept in the node LP
         self.cut_units = np.flatnonzero(~exact_units)
         # a restarted search keeps the first grid: its incumbent lies on that one
+        self.restarted = delta is not None
         self.delta = objective_grid(problem) if delta is None else delta
         self.survivors: np.ndarray | None = None
         self.fixed_in = np.zeros(0, dtype=np.int64)     # with survivors: the candidates every better store takes
@@ -283,6 +288,15 @@ class Search:
         out = node_lp.solve(lower, upper, group_lower)
         if out is None:
             return None
+        if separate_cuts and EXCHANGE_AT_ROOT and self.cut_units.size and not self.out_of_time():
+            # before the rounds (a store worth the LP value spares them all): from the LP point's
+            # rounding, and at the first root from the empty store too (after a restart the empty
+            # start beat the rounding's in 2 of 91 roots of summary_problem(100-500, 0-2, restate 0.3 / 0.8))
+            starts = [round_store(self, info, self._x_of_options(info, out[2]))]
+            if not self.restarted:
+                starts.append(info["store"])
+            for start in starts:
+                self.offer(exchange_greedy(p, self.budget, self.deadline, start=start))
         stalled = 0
         for _ in range(ROUNDS if separate_cuts and self.cut_units.size else 0):
             mu, pi, x, y, value = out
