@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import inspect
+import math
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +108,9 @@ def exchange_greedy(problem: Problem, budget: float, deadline: float, start=()) 
     sums = coverage_sums(p, start)
     left = budget + budget_slack(budget) - float(p.costs[start].sum())
     costs, groups, tol = p.costs, p.groups, 1e-12
+    # gains per extra cost are ranked in a power-of-two unit near the largest cost (an exact
+    # rescaling: costs of 1e-320 would overflow gain / cost)
+    unit = math.ldexp(1.0, math.frexp(float(costs.max()) if costs.size else 1.0)[1])
     every = np.flatnonzero(np.diff(p.coverage.indptr) > 0)
 
     def scored(cands):
@@ -115,7 +119,7 @@ def exchange_greedy(problem: Problem, budget: float, deadline: float, start=()) 
         extra = costs[cands] - np.where(held >= 0, costs[np.maximum(held, 0)], 0.0)
         ok = (held != cands) & (gain > tol) & (extra <= left)
         with np.errstate(divide="ignore"):
-            key = np.where(extra > 0, -gain / np.where(extra > 0, extra, 1.0), -np.inf)
+            key = np.where(extra > 0, -gain / np.where(extra > 0, extra / unit, 1.0), -np.inf)
         return ok, key, held
 
     cov = p.coverage
@@ -150,7 +154,7 @@ def exchange_greedy(problem: Problem, budget: float, deadline: float, start=()) 
             extra = costs[v] - (costs[c] if c >= 0 else 0.0)
             if gain <= tol or extra > left:
                 continue
-            key1 = -gain / extra if extra > 0 else -np.inf
+            key1 = -gain / (extra / unit) if extra > 0 else -np.inf
             if heap and key1 > heap[0][0] + tol:
                 heapq.heappush(heap, (key1, v))     # worse than it was: its turn comes later
                 continue
