@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import memaudit_solvers.bnb.search as search_module
 from memaudit_solvers.bnb import branch_and_bound
-from memaudit_solvers.bnb.primal import _exchange_gains, exchange_greedy, greedy
+from memaudit_solvers.bnb.primal import _exchange_gains, _move_gain, exchange_greedy, greedy
 from memaudit_solvers.milp import milp_highs
 from memaudit_solvers.objective import costs_fit, coverage_sums, evaluate
 from memaudit_solvers.random_problems import random_problem, summary_problem
@@ -50,7 +50,8 @@ def test_exchange_greedy_keeps_one_candidate_per_group_within_the_budget(family,
 @given(st.sampled_from(["summary", "restate", "pwl"]), st.integers(3, 30), st.integers(0, 10**6),
        st.integers(0, 10**6))
 def test_exchange_gains_are_the_change_of_f(family, n, seed, store_seed):
-    """Each move's gain is F(S - held + v) - F(S), held the candidate of v's group in S (if any)."""
+    """Each move's gain is F(S - held + v) - F(S), held the candidate of v's group in S (if any), in the
+    batch of the first scoring and one move at a time as the greedy re-scores them."""
     p = _problem(family, n, seed)
     rng = np.random.default_rng(store_seed)
     held = np.full(p.n_groups, -1)
@@ -60,11 +61,13 @@ def test_exchange_gains_are_the_change_of_f(family, n, seed, store_seed):
             held[g] = int(rng.choice(members))
     store = held[held >= 0]
     cands = np.arange(p.n_candidates)
-    gains = _exchange_gains(p, coverage_sums(p, store), cands, held[p.groups])
+    sums = coverage_sums(p, store)
+    gains = _exchange_gains(p, sums, cands, held[p.groups])
     f0 = evaluate(p, store)
     for v in cands:
         moved = [u for u in store if p.groups[u] != p.groups[v]] + [int(v)]
         assert gains[v] == pytest.approx(evaluate(p, moved) - f0, abs=1e-9)
+        assert _move_gain(p, sums, int(v), int(held[p.groups[v]])) == pytest.approx(gains[v], abs=1e-9)
 
 
 @pytest.mark.parametrize("seed", [0, 1])

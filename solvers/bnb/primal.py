@@ -87,6 +87,24 @@ def _exchange_gains(problem: Problem, sums: np.ndarray, cands: np.ndarray, held:
     return np.bincount(p_owner, weights=change, minlength=cands.size)
 
 
+def _move_gain(problem: Problem, sums: np.ndarray, v: int, c: int) -> float:
+    """``F(S - c + v) - F(S)`` for one move (``c = -1``: v's group holds nothing in S), with ``sums``
+    the coverage sums of S: :func:`_exchange_gains` for one candidate, 5-7 times faster on the
+    few entries of one move (the exchange greedy re-scores every move it pops)."""
+    cov = problem.coverage
+    ptr, ind, val = cov.indptr, cov.indices, cov.data
+    d = dict(zip(ind[ptr[v]:ptr[v + 1]].tolist(), val[ptr[v]:ptr[v + 1]].tolist()))
+    if c >= 0:
+        for r, a in zip(ind[ptr[c]:ptr[c + 1]].tolist(), val[ptr[c]:ptr[c + 1]].tolist()):
+            d[r] = d.get(r, 0.0) - a
+    us = np.fromiter(d.keys(), dtype=np.int64, count=len(d))
+    before = sums[us]
+    after = before + np.fromiter(d.values(), dtype=float, count=len(d))
+    if problem.is_min1:
+        return float(problem.weights[us] @ (np.minimum(after, 1.0) - np.minimum(before, 1.0)))
+    return float(problem.weights[us] @ (h_values(problem, us, after) - h_values(problem, us, before)))
+
+
 def exchange_greedy(problem: Problem, budget: float, deadline: float, start=()) -> np.ndarray:
     """The cost-benefit greedy where a group may also exchange its candidate for another.
 
@@ -120,29 +138,13 @@ def exchange_greedy(problem: Problem, budget: float, deadline: float, start=()) 
         ok = (held != cands) & (gain > tol) & (extra <= left)
         with np.errstate(divide="ignore"):
             key = np.where(extra > 0, -gain / np.where(extra > 0, extra / unit, 1.0), -np.inf)
-        return ok, key, held
+        return ok, key
 
     cov = p.coverage
     ptr, ind, val = cov.indptr, cov.indices, cov.data
-    weights = p.weights
-    min1 = p.is_min1
-
-    def one(v: int, c: int) -> float:
-        """F(S - c + v) - F(S), for one move (c = -1: none held)."""
-        d = dict(zip(ind[ptr[v]:ptr[v + 1]].tolist(), val[ptr[v]:ptr[v + 1]].tolist()))
-        if c >= 0:
-            for r, a in zip(ind[ptr[c]:ptr[c + 1]].tolist(), val[ptr[c]:ptr[c + 1]].tolist()):
-                d[r] = d.get(r, 0.0) - a
-        us = np.fromiter(d.keys(), dtype=np.int64, count=len(d))
-        before = sums[us]
-        after = before + np.fromiter(d.values(), dtype=float, count=len(d))
-        if min1:
-            return float(weights[us] @ (np.minimum(after, 1.0) - np.minimum(before, 1.0)))
-        return float(weights[us] @ (h_values(p, us, after) - h_values(p, us, before)))
-
     for _ in range(EXCHANGE_PASSES):
         moved = False
-        ok, key, _ = scored(every)
+        ok, key = scored(every)
         heap = list(zip(key[ok].tolist(), every[ok].tolist()))
         heapq.heapify(heap)
         while heap and time.perf_counter() < deadline:
@@ -150,7 +152,7 @@ def exchange_greedy(problem: Problem, budget: float, deadline: float, start=()) 
             c = int(cur[groups[v]])
             if c == v:
                 continue
-            gain = one(v, c)
+            gain = _move_gain(p, sums, v, c)
             extra = costs[v] - (costs[c] if c >= 0 else 0.0)
             if gain <= tol or extra > left:
                 continue
