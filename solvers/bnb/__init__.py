@@ -72,7 +72,9 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        rounds of cuts tighten that LP: Gomory mixed-integer cuts of its
        tableau rows (:mod:`memaudit_solvers.bnb.tableau`) and c-MIR and
        submodular cuts of each unit's coverage, in its own row and in its group
-       form (:mod:`memaudit_solvers.bnb.cuts`);
+       form (:mod:`memaudit_solvers.bnb.cuts`), then, when those stop
+       raising it, exact cuts of each unit's hull found by row generation over
+       its coverage levels (:mod:`memaudit_solvers.bnb.hull`);
        each cut holds at every store within the budget, and the bound prices
        it with the LP's multiplier (valid for any multiplier >= 0).
     4. Incumbents: greedy, LP and DP roundings, the Lagrangian choice upgraded
@@ -219,9 +221,13 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
             shifted, keep, max_combos, deadline=deadline, budget=budget - spent + tol_b, tree_limit=tree_limit)
         cuts = carry_cuts(cuts, shifted, reduced, sub_members, unit_origin)[0]
         members = [tuple(u for k in sub for u in members[k]) for sub in sub_members]
+        # a root whose hull cuts found nothing leaves the next one without them: on summary_problem(n, s)
+        # (n = 50-200) they found none at most roots, and each restart tried them again
+        skip_hull = search.hull_found is False or search.skip_hull
         search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, delta,
                          fixed=fixed, spent=spent, offset=offset)
         search.skip_sub_mip = skipping
+        search.skip_hull = skip_hull
         # a group the last root's fixing left without 'none' (every better store takes one of its
         # candidates) keeps no 'none' in the rebuilt problem; a collapsed component keeps no empty store
         sizes = np.fromiter((len(sub) for sub in sub_members), dtype=np.int64, count=len(sub_members))

@@ -15,6 +15,7 @@ from ..problem import Problem
 from .bound import lagrangian_min, residual_conjugate, right_slopes
 from .cuts import MIN_GAIN, ROUNDS, STALL_GAIN, STALL_ROUNDS, Cuts, separate
 from .grid import cost_step, objective_grid
+from .hull import hull_cuts
 from .mckp import kept_mckp
 from .nodelp import NodeLP
 from .primal import core_dp_store, exchange_greedy, greedy, root_core_mip, root_sub_mip, round_store, upgrade_store
@@ -45,6 +46,15 @@ class Progress:
     gap: float
     elapsed: float
 
+
+#: after the cheap separators' rounds stall, rounds of the exact one-unit cuts of
+#: :mod:`memaudit_solvers.bnb.hull`, at most HULL_ROUNDS.  Without the tableau cuts in those rounds
+#: (HULL_TABLEAU): their dense rows made each root LP solve slower for little (summary_problem(500,
+#: 1, restate=0.8) at 10 %: root 351.638 in 5.3 s, with them 351.631 in 6.3 s; side by side over 12
+#: restated summaries at n = 200 / 500, 5 / 10 %, total time 0.91 of with them)
+HULL_CUTS = True
+HULL_ROUNDS = 20
+HULL_TABLEAU = False
 
 #: fraction of the root's candidates reduced-cost fixing must remove or take in for a restart
 RESTART_FIXED = 0.1
@@ -113,6 +123,11 @@ class Search:
         self.node_lp: NodeLP | None = None        # the persistent HiGHS LP, built at the first LP solve
         self.cuts = Cuts(problem.n_candidates, problem.n_units)   # separated at the root, kept in the node LP
         self.cut_units = np.flatnonzero(~exact_units)
+        self.hull_known: dict = {}      # per unit, its hull LP with the stores generated (hull.hull_cuts)
+        # None: this root has not tried the hull cuts; else whether they found any.  A restart
+        # whose last root tried them and found none skips them (skip_hull)
+        self.hull_found: bool | None = None
+        self.skip_hull = False
         # a restarted search keeps the first grid: its incumbent lies on that one
         self.restarted = delta is not None
         self.delta = objective_grid(problem) if delta is None else delta
@@ -132,7 +147,7 @@ class Search:
         self.stats = {"nodes": 0, "lp_solves": 0, "dp_solves": 0, "pruned": 0, "fixed_by_reduced_cost": 0,
                       "incumbent_updates": 0, "root_bound": math.inf, "root_lp_value": math.nan,
                       "grid_step": self.delta, "cost_step": self.cost_step, "cuts": 0, "tableau_cuts": 0,
-                      "cut_rounds": 0, "candidate_branchings": 0, "group_branchings": 0,
+                      "cut_rounds": 0, "hull_cuts": 0, "candidate_branchings": 0, "group_branchings": 0,
                       "strong_branching_lps": 0, "dp_node_calls": 0, "dp_node_closes": 0}
 
     # -- pruning rule -----------------------------------------------------
@@ -262,7 +277,9 @@ class Search:
         With ``separate_cuts`` (the root), rounds of :func:`memaudit_solvers.bnb.tableau.tableau_cuts`
         (Gomory mixed-integer cuts of the current basis) and :func:`memaudit_solvers.bnb.cuts.separate`
         (c-MIR and submodular cuts of one unit) add the cuts the LP point violates and re-solve, at
-        most :data:`cuts.ROUNDS` times, while a round raises the LP value by at least
+        most :data:`cuts.ROUNDS` times; when those stop, rounds of
+        :func:`memaudit_solvers.bnb.hull.hull_cuts` (exact one-unit cuts, at most :data:`HULL_ROUNDS`)
+        go on under the same rules.  Rounds go on while a round raises the LP value by at least
         :data:`cuts.MIN_GAIN` of it, or leaves it unchanged (within :data:`cuts.STALL_GAIN`) at most
         :data:`cuts.STALL_ROUNDS` times in a row (each such point is rounded too, a store worth the
         LP value ending the rounds): on a degenerate LP a round's cuts move the point and not the
@@ -298,15 +315,30 @@ class Search:
             for start in starts:
                 self.offer(exchange_greedy(p, self.budget, self.deadline, start=start))
         stalled = 0
-        for _ in range(ROUNDS if separate_cuts and self.cut_units.size else 0):
+        # the cheap separators' rounds first; when they stall, rounds of the exact one-unit cuts
+        # (memaudit_solvers.bnb.hull), at most HULL_ROUNDS
+        hull = False
+        rounds = ROUNDS if separate_cuts and self.cut_units.size else 0
+        first_value = out[-1]
+        while rounds > 0:
             mu, pi, x, y, value = out
             if self.out_of_time() or self.can_prune(value):
                 break       # (an LP at most the incumbent: the bound from its prices closes the node)
             # the tableau rows first: they refer to this basis, which new rows would change
-            t_ycoef, t_gamma, t_alpha = tableau_cuts(node_lp, x, y)
-            unit, gamma, alpha = separate(p, x, y, self.cut_units)
+            t_ycoef, t_gamma, t_alpha = (tableau_cuts(node_lp, x, y) if not hull or HULL_TABLEAU
+                                         else (None, np.zeros(0), None))
+            if hull:
+                unit, gamma, alpha = hull_cuts(p, x, y, self.cut_units, self.hull_known)
+                self.stats["hull_cuts"] += int(unit.size)
+                self.hull_found = bool(self.hull_found) or unit.size > 0
+            else:
+                unit, gamma, alpha = separate(p, x, y, self.cut_units)
             if unit.size + t_gamma.size == 0:
+                if self._to_hull(hull, first_value, value):
+                    hull, rounds, stalled = True, HULL_ROUNDS, 0
+                    continue
                 break
+            rounds -= 1
             before = len(self.cuts)
             self.cuts.extend(unit, gamma, alpha)
             if t_gamma.size:
@@ -323,13 +355,19 @@ class Search:
             gain = value - new[-1]
             if gain >= MIN_GAIN * abs(value):
                 stalled = 0
-            elif gain > STALL_GAIN * abs(value) or stalled >= STALL_ROUNDS:
+            elif gain > STALL_GAIN * abs(value) or stalled >= STALL_ROUNDS or hull:
+                if self._to_hull(hull, first_value, new[-1]):
+                    hull, rounds, stalled = True, HULL_ROUNDS, 0
+                    continue
                 break
             else:
                 stalled += 1    # the same LP value at another point (a degenerate LP): cut again
                 # that other point may round to a store worth the LP value (every unit saturated,
                 # say), which ends the rounds
                 round_store(self, info, self._x_of_options(info, new[2]))
+            if rounds == 0 and self._to_hull(hull, first_value, out[-1]):
+                hull, rounds, stalled = True, HULL_ROUNDS, 0
+        self.hull_known = {}    # the units' hull LPs serve this root's rounds only
         mu, pi, x, _, value = out
         if separate_cuts and len(self.cuts):
             # the tableau cuts the root LP does not price leave the LP and the bound: their dense rows
@@ -340,6 +378,15 @@ class Search:
                 node_lp.keep_cuts(keep)
                 pi = pi[keep]
         return (mu, pi), self._x_of_options(info, x), value
+
+    def _to_hull(self, hull: bool, first: float, now: float) -> bool:
+        """Whether the root's rounds go on with the exact one-unit cuts: they have not yet, and the
+        cheap rounds took the LP value from ``first`` to ``now`` by at least :data:`cuts.MIN_GAIN` of
+        it (where they could not move it, the LP sat at the optimum of every unit saturated:
+        ``summary_problem(1000, 0, restate=0.8)`` at 25 %, 723.828 in every round, where the hull
+        rounds took 6.9 s instead of 1.7 s and changed nothing)."""
+        return (HULL_CUTS and not hull and not self.skip_hull and not self.out_of_time()
+                and first - now >= MIN_GAIN * abs(first))
 
     def _x_of_options(self, info, x: np.ndarray) -> np.ndarray:
         """The LP values ``x`` of the candidates as values of the node's free options ('none': 0)."""
