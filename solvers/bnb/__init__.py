@@ -83,7 +83,8 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        greedy (a group may swap its candidate for another), and at the root a sub-MIP (HiGHS, at most 5 s
        and 30 % of the time left) over the LP's support, the groups it splits
        and every candidate reduced-cost fixing keeps, skipped after a restart
-       inside what an earlier sub-MIP proved (:mod:`memaudit_solvers.bnb.primal`);
+       inside what an earlier sub-MIP proved and at a root whose exact one-unit
+       cuts found some (:mod:`memaudit_solvers.bnb.primal`);
        its store is re-evaluated here and never enters a bound.  Reduced-cost fixing removes options whose bound
        (the Lagrangian bound with that option forced) cannot beat the
        incumbent by a grid step.  When at the root it removes at least 10 % of
