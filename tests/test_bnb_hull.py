@@ -137,3 +137,11 @@ def test_hull_cuts_tighten_the_root_and_keep_the_optimum(seed, monkeypatch):
     assert with_hull.stats["root_bound"] < without.stats["root_bound"] - 1e-6
     assert with_hull.stats["root_bound"] >= with_hull.value - 1e-9
     assert milp_highs(p, budget).value == pytest.approx(with_hull.value, abs=1e-6)
+
+
+def test_hull_cuts_start_no_unit_after_the_deadline():
+    p, x = problem_and_point("summary", 12, 3, 4)
+    y = np.ones(p.n_units)
+    unit, _, _ = hull_cuts(p, x, y, np.arange(p.n_units), deadline=0.0)     # long past
+    assert unit.size == 0
+    assert hull_cuts(p, x, y, np.arange(p.n_units))[0].size > 0             # (there are cuts to find)

@@ -32,6 +32,9 @@ candidates are left to the other separators.
 
 from __future__ import annotations
 
+import math
+import time
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -240,14 +243,16 @@ class _UnitLP:
         return gamma, alpha
 
 
-def hull_cuts(problem: Problem, x: np.ndarray, y: np.ndarray, units: np.ndarray, known: dict | None = None):
+def hull_cuts(problem: Problem, x: np.ndarray, y: np.ndarray, units: np.ndarray, known: dict | None = None,
+              deadline: float = math.inf):
     """The exact one-unit cuts the LP point ``(x, y)`` violates, one per unit at most.
 
     Tried on each unit of ``units`` with ``y_r > VIOLATION`` and fractional candidates covering it
     in two groups at least, whose coverage has a decimal step and at most :data:`MAX_LEVELS` levels and
     :data:`MAX_CANDIDATES` candidates.  Returns ``(unit, gamma, alpha)`` as
     :func:`memaudit_solvers.bnb.cuts.separate` does.  ``known`` (unit -> its LP) keeps each unit's
-    LP with the stores it generated, for the next call on the same problem.
+    LP with the stores it generated, for the next call on the same problem.  No unit is started after
+    ``deadline`` (a ``time.perf_counter()`` value).
 
     Examples
     --------
@@ -280,6 +285,8 @@ def hull_cuts(problem: Problem, x: np.ndarray, y: np.ndarray, units: np.ndarray,
               for c in (cov.indices[cov.indptr[r]:cov.indptr[r + 1]] for r in units[ok].tolist())]
     found_unit, found_gamma, rows, cols, vals = [], [], [], [], []
     for r in units[ok].tolist():
+        if time.perf_counter() > deadline:
+            break
         lo, hi = cov.indptr[r], cov.indptr[r + 1]
         cands, a = cov.indices[lo:hi], cov.data[lo:hi]
         order = np.argsort(problem.groups[cands], kind="stable")

@@ -328,7 +328,7 @@ class Search:
             t_ycoef, t_gamma, t_alpha = (tableau_cuts(node_lp, x, y) if not hull or HULL_TABLEAU
                                          else (None, np.zeros(0), None))
             if hull:
-                unit, gamma, alpha = hull_cuts(p, x, y, self.cut_units, self.hull_known)
+                unit, gamma, alpha = hull_cuts(p, x, y, self.cut_units, self.hull_known, self.deadline)
                 self.stats["hull_cuts"] += int(unit.size)
                 self.hull_found = bool(self.hull_found) or unit.size > 0
             else:
