@@ -16,6 +16,8 @@ QUICK_SIZES = (50, 100, 200)
 DEFAULT_FRACS = (0.10, 0.25, 0.50)
 HARD_SIZES = (200, 400, 800, 1600, 3000)
 HARD_FRACS = (0.05, 0.10, 0.25)
+#: the summary families' sizes: to 1,000 since bnb proves every run there (2026-12-06, with the exact one-unit cuts)
+SUMMARY_SIZES = (50, 100, 200, 500, 1000)
 #: the concave h of the ``restate-pwl`` family, as breakpoints (z, h(z))
 PWL_BREAKPOINTS = [(1.0, 1.0), (2.0, 1.5), (3.0, 1.75)]
 
@@ -32,9 +34,9 @@ FAMILIES = {
                  HARD_FRACS),
     "summaries": ("`summary_problem(n, seed)`: 1-3 units per experience, partial coverage (two decimals), "
                   "real weights, summaries over a window of 6 experiences (one coupled component)",
-                  (50, 100, 200), HARD_FRACS),
+                  SUMMARY_SIZES, HARD_FRACS),
     "summaries-restate": ("`summary_problem(n, seed, restate=0.8)`: the same with 80 % of the units restated (many "
-                          "groups cover each unit: symmetric, degenerate LPs)", (50, 100, 200), HARD_FRACS),
+                          "groups cover each unit: symmetric, degenerate LPs)", SUMMARY_SIZES, HARD_FRACS),
 }
 #: the sizes of ``--quick``
 QUICK_FAMILY_SIZES = {"random": QUICK_SIZES, "restate": (200,), "restate-pwl": (200,), "restate-cap": (200,),
