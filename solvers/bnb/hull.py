@@ -1,4 +1,4 @@
-"""bnb's exact one-unit cuts: facets of the convex hull of one unit's coverage, found by row generation.
+"""bnb's exact one-unit cuts: inequalities of the convex hull of one unit's coverage, found by row generation.
 
 For one unit r let N_r be the candidates covering it and ``f(x) = h_r(sum_{u in N_r} a_ur x_u)``
 on the stores x (at most one candidate per group).  Every inequality ``h_r(z_r(x)) <= gamma +
@@ -17,9 +17,10 @@ option each, in O(options x levels).
 
 The cut most violated at ``x*`` is a vertex of that LP's optimal face, often one only ``x*``
 needs: added alone, such cuts moved the root LP of ``summary_problem(500, 1, restate=0.8)`` at
-10 % by 0.01 in 15 rounds.  So a second LP picks, among the cuts keeping :data:`KEEP_VIOLATION`
+10 % by 0.012 in 12 rounds from where the other one-unit cuts stop (351.810).  So a second LP picks, among the cuts keeping :data:`KEEP_VIOLATION`
 of the largest violation, the one of least ``sum alpha`` (``alpha >= 0``: h is nondecreasing),
-again by row generation; with those the same rounds reach the one-unit closure, 351.637 (SCIP's
+again by row generation; with those, rounds from the first LP point reach the one-unit closure,
+351.637, in 14 rounds (SCIP's
 root with every separator: 351.652-351.667; HiGHS's 351.674; the c-MIR and submodular cuts of
 :mod:`~memaudit_solvers.bnb.cuts` with the tableau cuts: 351.737; OPT 351.546).
 
