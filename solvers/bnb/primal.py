@@ -33,8 +33,8 @@ SUPPORT_TOL = 1e-6
 #: seconds the root's sub-MIP heuristic may take at most (and at most 30 % of the time left)
 SUB_MIP_SECONDS = 5.0
 
-#: the root's sub-MIP also runs at a root whose exact one-unit cuts (:mod:`memaudit_solvers.bnb.hull`) found
-#: some.  It does not: with that closure the root's bound is tight and the search finds the optimum itself,
+#: whether the root's sub-MIP also runs at a root whose exact one-unit cuts (:mod:`memaudit_solvers.bnb.hull`)
+#: found some: it does not, since with that closure the root's bound is tight and the search finds the optimum itself,
 #: while the sub-MIP (HiGHS on 93-99 % of the candidates there) repeats HiGHS's whole solve.  Side by side
 #: (36 restated and plain summaries, n = 200 / 500, 5-25 %): total time 0.74 of with it, restated summaries
 #: at 10 % median 0.88 (0.40-1.00: (500, 2) 22.6 -> 9.0 s), plain summaries 0.98-1.02; summaries at

@@ -277,9 +277,10 @@ class Search:
         With ``separate_cuts`` (the root), rounds of :func:`memaudit_solvers.bnb.tableau.tableau_cuts`
         (Gomory mixed-integer cuts of the current basis) and :func:`memaudit_solvers.bnb.cuts.separate`
         (c-MIR and submodular cuts of one unit) add the cuts the LP point violates and re-solve, at
-        most :data:`cuts.ROUNDS` times; when those stop, rounds of
+        most :data:`cuts.ROUNDS` times; when those stop, after they moved the LP value, rounds of
         :func:`memaudit_solvers.bnb.hull.hull_cuts` (exact one-unit cuts, at most :data:`HULL_ROUNDS`)
-        go on under the same rules.  Rounds go on while a round raises the LP value by at least
+        go on until one raises the LP value by less than :data:`cuts.MIN_GAIN` of it (no stalled
+        round there: :meth:`_to_hull`).  The cheap rounds go on while a round raises the LP value by at least
         :data:`cuts.MIN_GAIN` of it, or leaves it unchanged (within :data:`cuts.STALL_GAIN`) at most
         :data:`cuts.STALL_ROUNDS` times in a row (each such point is rounded too, a store worth the
         LP value ending the rounds): on a degenerate LP a round's cuts move the point and not the
