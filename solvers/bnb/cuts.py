@@ -175,10 +175,7 @@ def separate(problem: Problem, x: np.ndarray, y: np.ndarray, units: np.ndarray):
     """
     cov = problem.coverage_csc
     units = np.asarray(units, dtype=np.int64)
-    frac = (x > 1e-9) & (x < 1 - 1e-9)
-    counts = np.diff(cov.indptr)
-    # fractional candidates per unit, from the prefix sums over the column entries
-    n_frac = np.diff(np.concatenate([[0], np.cumsum(frac[cov.indices])])[cov.indptr])
+    frac, counts, n_frac = fractional_per_unit(cov, x)
     pos = np.flatnonzero((y[units] > VIOLATION) & (counts[units] >= 2) & (n_frac[units] > 0))
     found: list[tuple[int, int, float, np.ndarray, np.ndarray, float]] = []  # (position, unit, gamma, cols, alpha, rhs)
     # the c-MIR cuts of all units with the same number of candidates at once, a chunk at a time
@@ -215,6 +212,17 @@ def separate(problem: Problem, x: np.ndarray, y: np.ndarray, units: np.ndarray):
                           (np.repeat(np.arange(n), lengths), np.concatenate([cut[3] for cut in found]))),
                          shape=(n, problem.n_candidates))
     return (np.array([cut[1] for cut in found], dtype=np.int64), np.array([cut[2] for cut in found]), alpha)
+
+
+def fractional_per_unit(cov, x: np.ndarray):
+    """``(frac, counts, n_frac)``: which candidates are fractional in ``x``, and per unit (a column of the
+    CSC coverage ``cov``) how many candidates cover it and how many of those are fractional (from the
+    prefix sums over the column entries).  Shared by :func:`separate` and
+    :func:`memaudit_solvers.bnb.hull.hull_cuts`."""
+    frac = (x > 1e-9) & (x < 1 - 1e-9)
+    counts = np.diff(cov.indptr)
+    n_frac = np.diff(np.concatenate([[0], np.cumsum(frac[cov.indices])])[cov.indptr])
+    return frac, counts, n_frac
 
 
 def _gub_rows(problem: Problem, units: np.ndarray, x: np.ndarray):

@@ -41,7 +41,7 @@ import scipy.sparse as sp
 
 from ..objective import h_inf, h_values
 from ..problem import Problem
-from .cuts import CUT_MARGIN, VIOLATION
+from .cuts import CUT_MARGIN, VIOLATION, fractional_per_unit
 from .grid import coverage_values
 
 __all__ = ["hull_cuts", "unit_levels", "most_violated_store"]
@@ -273,9 +273,7 @@ def hull_cuts(problem: Problem, x: np.ndarray, y: np.ndarray, units: np.ndarray,
     step, levels = unit_levels(problem)
     cov = problem.coverage_csc
     units = np.asarray(units, dtype=np.int64)
-    frac = (x > 1e-9) & (x < 1 - 1e-9)
-    counts = np.diff(cov.indptr)
-    n_frac = np.diff(np.concatenate([[0], np.cumsum(frac[cov.indices])])[cov.indptr])
+    frac, counts, n_frac = fractional_per_unit(cov, x)
     ok = ((y[units] > VIOLATION) & (counts[units] >= 2) & (n_frac[units] > 1) & (step[units] > 0)
           & (levels[units] >= 1) & (levels[units] <= MAX_LEVELS) & (counts[units] <= MAX_CANDIDATES))
     # fractional candidates in two groups at least: with one, the envelope is the interpolation over
