@@ -4,6 +4,7 @@ import itertools
 import math
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -179,6 +180,37 @@ def test_kept_cuts_stay_in_step_with_the_node_lp():
     mu, pi, x, y, value = lp.solve(*bounds)
     assert pi.size == len(cuts)
     assert value >= brute_force(p, budget).value - 1e-9
+
+
+def test_root_rounds_drop_the_tableau_cuts_the_lp_does_not_price(monkeypatch):
+    """After each root round's re-solve (and at the root's end) the tableau cuts of multiplier 0 leave the
+    cuts and the node LP (search.DROP_SLACK_TABLEAU): the multipliers stay in step with the cuts, every
+    tableau cut left is priced, the LP's optimum is unchanged (a row of dual 0 does not hold the optimum)
+    and the search still proves HiGHS's optimum."""
+    from memaudit_solvers.milp import milp_highs
+
+    seen = []
+    drop = Search._drop_slack_tableau
+
+    def observed(self, node_lp, out):
+        before = node_lp.n_cuts
+        new = drop(self, node_lp, out)
+        node_lp.h.run()
+        again = -node_lp.h.getInfo().objective_function_value * node_lp.w_scale
+        seen.append((before, node_lp.n_cuts, out[-1], again, new[1].size == len(self.cuts) == node_lp.n_cuts,
+                     bool(((self.cuts.unit >= 0) | (new[1] > 0)).all())))
+        return new
+
+    monkeypatch.setattr(Search, "_drop_slack_tableau", observed)
+    p = summary_problem(100, 1, restate=0.8)
+    budget = 0.1 * p.stream_cost()
+    r = branch_and_bound(p, budget)
+    assert r.status == "optimal" and r.value == pytest.approx(milp_highs(p, budget).value, rel=1e-9)
+    # more than once per root (its end): after the rounds' re-solves too
+    assert len(seen) > r.stats["restarts"] + 1 and any(after < before for before, after, *_ in seen)
+    for before, after, value, again, in_step, priced in seen:
+        assert in_step and priced
+        assert again == pytest.approx(value, rel=1e-7, abs=1e-9)
 
 
 def test_both_branchings_prove_the_brute_force_optimum():
