@@ -179,23 +179,29 @@ def _mir(coef_v, coef_r, rows, x, y, r_val, node_lp, err, col_hi, a):
     s_lp = float(-(neg_y @ s_y) - (neg_r @ s_r))
     z_lp = np.where(comp_s, u_int - v_int, v_int)
 
-    def rounded(d):
-        """``(violation at the LP point, d, f, floor(beta), F(g / d))`` of scale d, or None."""
-        beta = rhs / d
+    def rounded(ds):
+        """The first scale of ``ds`` of largest violation at the LP point: ``(violation, d, f,
+        floor(beta), F(g / d))``, or None where no scale leaves a fractional part in range."""
+        ds = np.asarray(ds, dtype=float)
+        beta = rhs / ds
         fl = np.floor(beta)
         f = beta - fl
-        if not MIN_FRAC <= f <= 1 - MIN_FRAC:
+        ok = (f >= MIN_FRAC) & (f <= 1 - MIN_FRAC)
+        if not ok.any():
             return None
-        big_f = mir_function(g / d, f)
+        ds, fl, f = ds[ok], fl[ok], f[ok]
+        big_f = mir_function(g[None, :] / ds[:, None], f[:, None])
         # d F . z - S / (1 - f) <= d floor(beta)
-        return d * float(big_f @ z_lp) - s_lp / (1 - f) - d * fl, d, f, fl, big_f
+        viol = ds * (big_f @ z_lp) - s_lp / (1 - f) - ds * fl
+        i = int(np.argmax(viol))
+        return float(viol[i]), float(ds[i]), float(f[i]), float(fl[i]), big_f[i]
 
-    found = [c for c in map(rounded, deltas) if c is not None]
-    if not found:
+    best = rounded(deltas)
+    if best is None:
         return None
-    best = max(found, key=lambda c: c[0])
-    found = [c for c in map(rounded, (best[1] / 2, best[1] / 4, best[1] / 8)) if c is not None]
-    best = max([best] + found, key=lambda c: c[0])
+    halves = rounded([best[1] / 2, best[1] / 4, best[1] / 8])
+    if halves is not None and halves[0] > best[0]:
+        best = halves
     if best[0] <= 0:
         return None
     _, d, f, fl, big_f = best
