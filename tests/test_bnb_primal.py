@@ -1,5 +1,7 @@
 """bnb's exchange greedy: a feasible store, its gains exact, and the optimum at a root where greedy misses it."""
 
+import itertools
+import math
 import time
 
 import numpy as np
@@ -9,12 +11,14 @@ from hypothesis import strategies as st
 
 import memaudit_solvers.bnb.search as search_module
 from memaudit_solvers.bnb import branch_and_bound
-from memaudit_solvers.bnb.primal import _exchange_gains, _move_gain, exchange_greedy, greedy
+from memaudit_solvers.bnb.primal import _exchange_gains, _move_gain, exchange_greedy, greedy, node_lp_sub_mip_store
+from memaudit_solvers.bnb.search import Search
 from memaudit_solvers.milp import milp_highs
 from memaudit_solvers.objective import costs_fit, coverage_sums, evaluate
 from memaudit_solvers.random_problems import random_problem, summary_problem
 
 from test_bnb_bounds import with_pwl
+from test_bnb_cuts import family_problem
 
 
 def _problem(family: str, n: int, seed: int):
@@ -88,3 +92,35 @@ def test_exchange_greedy_finds_the_optimum_greedy_misses_and_spares_the_cut_roun
     without = branch_and_bound(p, budget)
     assert with_exchange.value == pytest.approx(opt, abs=1e-6) and without.value == pytest.approx(opt, abs=1e-6)
     assert with_exchange.stats["cut_rounds"] == 0 < without.stats["cut_rounds"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["summary", "coupled", "pwl"]), st.integers(4, 7), st.integers(0, 10**6),
+       st.sampled_from([0.1, 0.25, 0.5]), st.integers(0, 10**6), st.booleans())
+def test_node_lp_sub_mip_finds_the_best_store_of_its_candidates(family, n, seed, frac, pick_seed, start):
+    """The node LP of a root (its rows and every cut of its rounds) made a MIP over some candidates is the
+    problem restricted to them: HiGHS proves a store, within the budget, one per group, of them only, worth
+    brute force's best over them, with the incumbent as a MIP start or without."""
+    p = family_problem(family, n, seed)
+    budget = frac * p.stream_cost()
+    search = Search(p, budget, exact_units=np.zeros(p.n_units, dtype=bool), use_lp=True, deadline=math.inf,
+                    dp_limit=10**6)
+    allowed = np.ones(search.n_opts, dtype=bool)
+    info = search.analyse(allowed, (p.weights.copy(), None))
+    if info is None or search.lp_prices(info, allowed, separate_cuts=True) is None:
+        return
+    rng = np.random.default_rng(pick_seed)
+    cands = np.flatnonzero(rng.random(p.n_candidates) < rng.choice([0.5, 0.8, 1.0]))
+    best, best_store = 0.0, []
+    for pick in itertools.product(*[[-1] + [u for u in cands.tolist() if p.groups[u] == g]
+                                    for g in range(p.n_groups)]):
+        chosen = [u for u in pick if u >= 0]
+        if costs_fit(p, p.costs[chosen], budget) and evaluate(p, chosen) > best:
+            best, best_store = evaluate(p, chosen), chosen
+    if start:
+        search.offer(best_store if rng.random() < 0.5 else best_store[:-1])
+    store, proved = node_lp_sub_mip_store(search, cands, 30.0)
+    assert proved and store is not None
+    assert set(store.tolist()) <= set(cands.tolist())
+    assert np.unique(p.groups[store]).size == store.size and costs_fit(p, p.costs[store], budget)
+    assert evaluate(p, store) == pytest.approx(best, rel=1e-9, abs=1e-12)

@@ -80,8 +80,8 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
     4. Incumbents: greedy, LP and DP roundings, the Lagrangian choice upgraded
        greedily, the knapsack DP on a core of groups (at the root, then every
        ``CORE_DP_EVERY`` nodes), at the root before the cut rounds an exchange
-       greedy (a group may swap its candidate for another), and at the root a sub-MIP (HiGHS, at most 5 s
-       and 30 % of the time left) over the LP's support, the groups it splits
+       greedy (a group may swap its candidate for another), and at the root a sub-MIP (HiGHS on the
+       node LP with the root's cuts, at most 5 s and 30 % of the time left) over the LP's support, the groups it splits
        and every candidate reduced-cost fixing keeps, skipped after a restart
        inside what an earlier sub-MIP proved and at a root whose exact one-unit
        cuts found some (:mod:`memaudit_solvers.bnb.primal`);
