@@ -66,7 +66,7 @@ def machine_facts() -> dict:
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
-        "versions": {d: version(d) for d in ("numpy", "scipy", "highspy", "ortools", "pulp", "PySCIPOpt")},
+        "versions": {d: version(d) for d in ("numpy", "scipy", "numba", "highspy", "ortools", "pulp", "PySCIPOpt")},
     }
     try:
         head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -230,7 +230,7 @@ def main(argv=None) -> int:
 
     emit(["## Exact solvers on seeded package-shaped problems", "",
            f"Machine: Python {facts['python']} on {facts['platform']}, os.cpu_count() = {facts['cpu_count']}, "
-           f"load average at start {facts['load_average_at_start']}. numpy {v['numpy']}, scipy {v['scipy']}, "
+           f"load average at start {facts['load_average_at_start']}. numpy {v['numpy']}, scipy {v['scipy']}, numba {v['numba']}, "
            f"highspy {v['highspy']}, ortools {v['ortools']}, pulp {v['pulp']}, PySCIPOpt {v['PySCIPOpt']}. "
            f"Code: git {facts['git_head']}, solvers/bnb/*.py sha256 {facts['bnb_sha256']}.", "",
            "Budget = fraction x `stream_cost()` (the cost of keeping the cheapest candidate of every experience).", ""])
