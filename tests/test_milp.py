@@ -481,3 +481,19 @@ def test_scip_proves_the_true_optimum_of_validity_streams_it_once_got_wrong(seed
     scip = BACKENDS["milp-scip"](p, budget, time_limit=120)
     assert branch_and_bound(p, budget, time_limit=120).value == opt
     assert scip.status == "optimal" and scip.value == opt
+
+
+def test_highs_proves_the_optimum_bnb_scip_and_cpsat_find_on_a_restated_summary():
+    """``summary_problem(211, 208871, window=7, restate=0.88, coverage_decimals=1)`` at 5 %: with HiGHS's
+    integrality tolerance at 1e-10 (the primal one's value) HiGHS 1.16 "proved" 87.8634, while bnb, SCIP and
+    CP-SAT prove 87.8801 (a store within the budget: found by a randomized check of bnb against HiGHS,
+    2026-12-07); with 1e-9 or above it proves 87.8801."""
+    from memaudit_solvers.random_problems import summary_problem
+
+    p = summary_problem(211, 208871, window=7, restate=0.8800882093228073, coverage_decimals=1)
+    budget = 0.05 * p.stream_cost()
+    r = milp_highs(p, budget, time_limit=120)
+    ref = cpsat(p, budget, time_limit=120)
+    assert r.status == ref.status == "optimal"
+    assert r.value == pytest.approx(ref.value, abs=1e-9) and ref.value == pytest.approx(87.8801, abs=1e-9)
+    assert is_feasible(p, r.chosen, budget) and evaluate(p, r.chosen) == pytest.approx(r.value, abs=1e-9)
