@@ -295,8 +295,8 @@ def node_lp_sub_mip_store(search: Search, cands: np.ndarray, time_limit: float):
     holds at every store, and ``y_r`` is at most ``h_r`` of the coverage) on the columns of ``cands`` and of
     every unit, the candidates integer: its optimum is the best store of ``cands`` the node allows
     (the root's: what a restart fixed in, the groups it left no 'none').  The incumbent, when
-    it uses only ``cands``, is HiGHS's MIP start.  HiGHS's default feasibility tolerances: with 1e-10 (the
-    certifying back-end's) it "proved" 702.5988 on ``summary_problem(1000, 1, restate=0.8)`` at 10 % where
+    it uses only ``cands``, is HiGHS's MIP start.  HiGHS's default feasibility tolerances: with primal and integrality
+    tolerances of 1e-10 it "proved" 702.5988 on ``summary_problem(1000, 1, restate=0.8)`` at 10 % where
     a store of those candidates is worth 702.6119 (with 1e-7: 702.6119, proved).  The store comes back to
     :meth:`Search.offer`, which checks the budget exactly and evaluates F itself.
     """
