@@ -1,7 +1,6 @@
 """bnb's exchange greedy: a feasible store, its gains exact, and the optimum at a root where greedy misses it."""
 
 import itertools
-import math
 import time
 
 import numpy as np
@@ -12,13 +11,13 @@ from hypothesis import strategies as st
 import memaudit_solvers.bnb.search as search_module
 from memaudit_solvers.bnb import branch_and_bound
 from memaudit_solvers.bnb.primal import _exchange_gains, _move_gain, exchange_greedy, greedy, node_lp_sub_mip_store
-from memaudit_solvers.bnb.search import Search
 from memaudit_solvers.milp import milp_highs
 from memaudit_solvers.objective import costs_fit, coverage_sums, evaluate
 from memaudit_solvers.random_problems import random_problem, summary_problem
 
 from test_bnb_bounds import with_pwl
 from test_bnb_cuts import family_problem
+from test_bnb_tableau import root_search
 
 
 def _problem(family: str, n: int, seed: int):
@@ -103,11 +102,8 @@ def test_node_lp_sub_mip_finds_the_best_store_of_its_candidates(family, n, seed,
     brute force's best over them, with the incumbent as a MIP start or without."""
     p = family_problem(family, n, seed)
     budget = frac * p.stream_cost()
-    search = Search(p, budget, exact_units=np.zeros(p.n_units, dtype=bool), use_lp=True, deadline=math.inf,
-                    dp_limit=10**6)
-    allowed = np.ones(search.n_opts, dtype=bool)
-    info = search.analyse(allowed, (p.weights.copy(), None))
-    if info is None or search.lp_prices(info, allowed, separate_cuts=True) is None:
+    search, _, info, lp = root_search(p, budget)
+    if info is None or lp is None:
         return
     rng = np.random.default_rng(pick_seed)
     cands = np.flatnonzero(rng.random(p.n_candidates) < rng.choice([0.5, 0.8, 1.0]))

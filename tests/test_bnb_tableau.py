@@ -245,6 +245,18 @@ def _stores_within(search: Search, allowed: np.ndarray, budget: float) -> dict:
     return out
 
 
+def root_search(p: Problem, budget: float):
+    """A search on ``p`` (every unit coupled, with LPs) after its root's LP and cut rounds:
+    ``(search, allowed, info, lp)``, ``info`` the root's first analysis and ``lp`` what
+    :meth:`Search.lp_prices` returned (either None when the root has no feasible store / LP)."""
+    search = Search(p, budget, exact_units=np.zeros(p.n_units, dtype=bool), use_lp=True, deadline=math.inf,
+                    dp_limit=10**6)
+    allowed = np.ones(search.n_opts, dtype=bool)
+    info = search.analyse(allowed, (p.weights.copy(), None))
+    lp = search.lp_prices(info, allowed, separate_cuts=True) if info is not None else None
+    return search, allowed, info, lp
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(4, 6), st.integers(0, 10**6), st.sampled_from(["summary", "coupled", "pwl"]),
        st.sampled_from([0.1, 0.25, 0.5]), st.booleans())
@@ -255,11 +267,7 @@ def test_candidate_branching_splits_the_stores_and_bounds_each_child(n, seed, fa
     the candidate and the side it took, for the pseudocosts."""
     p = family_problem(family, n, seed)
     budget = frac * p.stream_cost()
-    search = Search(p, budget, exact_units=np.zeros(p.n_units, dtype=bool), use_lp=True, deadline=math.inf,
-                    dp_limit=10**6)
-    allowed = np.ones(search.n_opts, dtype=bool)
-    info = search.analyse(allowed, (p.weights.copy(), None))
-    lp = search.lp_prices(info, allowed, separate_cuts=True)
+    search, allowed, info, lp = root_search(p, budget)
     if info is None or lp is None:
         return
     info = search.analyse(allowed, lp[0])

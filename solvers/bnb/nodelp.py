@@ -16,10 +16,28 @@ import scipy.sparse as sp
 from ..objective import h_values
 from ..problem import Problem
 
-__all__ = ["NodeLP"]
+__all__ = ["NodeLP", "column_lp"]
 
 #: HiGHS's default ``simplex_iteration_limit`` (no limit)
 _NO_LIMIT = 2**31 - 1
+
+
+def column_lp(highspy, matrix: sp.csc_array, cost, col_lower, col_upper, row_lower, row_upper):
+    """A ``highspy.HighsLp`` of the column-wise ``matrix`` with these costs and bounds (HiGHS's own
+    infinity where a bound is infinite)."""
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = matrix.shape[1], matrix.shape[0]
+    lp.col_cost_ = np.asarray(cost, dtype=float)
+    lp.col_lower_ = np.asarray(col_lower, dtype=float)
+    lp.col_upper_ = np.asarray(col_upper, dtype=float)
+    lp.row_lower_ = np.asarray(row_lower, dtype=float)
+    lp.row_upper_ = np.asarray(row_upper, dtype=float)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = matrix.shape[1], matrix.shape[0]
+    lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
+    lp.a_matrix_.value_ = matrix.data.astype(float)
+    return lp
 
 
 class NodeLP:
@@ -64,18 +82,10 @@ class NodeLP:
                             sp.hstack([budget_row, sp.csr_array((1, n_y))]),
                             sp.hstack([group_rows, sp.csr_array((p.n_groups, n_y))])]).tocsc()
         inf = highspy.kHighsInf
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = n_x + n_y, matrix.shape[0]
-        lp.col_cost_ = np.concatenate([np.zeros(n_x), -p.weights / self.w_scale])
-        lp.col_lower_ = np.zeros(n_x + n_y)
-        lp.col_upper_ = np.concatenate([np.ones(n_x), np.where(np.isinf(y_cap), inf, y_cap)])
-        lp.row_lower_ = np.full(matrix.shape[0], -inf)
-        lp.row_upper_ = np.concatenate([b[self.rows_r, rows_k], [budget / self.c_scale], np.ones(p.n_groups)])
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = n_x + n_y, matrix.shape[0]
-        lp.a_matrix_.start_ = matrix.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = matrix.indices.astype(np.int32)
-        lp.a_matrix_.value_ = matrix.data.astype(float)
+        lp = column_lp(highspy, matrix, np.concatenate([np.zeros(n_x), -p.weights / self.w_scale]),
+                       np.zeros(n_x + n_y), np.concatenate([np.ones(n_x), np.where(np.isinf(y_cap), inf, y_cap)]),
+                       np.full(matrix.shape[0], -inf),
+                       np.concatenate([b[self.rows_r, rows_k], [budget / self.c_scale], np.ones(p.n_groups)]))
         # the model as we built it, with every row's global bounds (a group row's lower bound is 0):
         # the tableau cuts (:mod:`memaudit_solvers.bnb.tableau`) combine these rows themselves
         self.matrix = sp.csr_array(matrix)

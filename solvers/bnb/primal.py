@@ -21,6 +21,7 @@ from ..objective import budget_slack, coverage_sums, h_values
 from ..problem import Problem
 from ..result import SolverError
 from .mckp import kept_mckp
+from .nodelp import column_lp
 
 if TYPE_CHECKING:  # pragma: no cover
     from .search import Search
@@ -311,19 +312,9 @@ def node_lp_sub_mip_store(search: Search, cands: np.ndarray, time_limit: float):
     n_x, n_y = node_lp.n_x, node_lp.n_y
     cands = np.unique(np.asarray(cands, dtype=np.int64))
     cols = np.concatenate([cands, n_x + np.arange(n_y)])
-    a = sp.csc_array(node_lp.matrix[:, cols])
-    lp = hs.HighsLp()
-    lp.num_col_, lp.num_row_ = cols.size, a.shape[0]
-    lp.col_cost_ = np.asarray(full.col_cost_, dtype=float)[cols]
-    lp.col_lower_ = np.asarray(full.col_lower_, dtype=float)[cols]
-    lp.col_upper_ = np.asarray(full.col_upper_, dtype=float)[cols]
-    lp.row_lower_ = np.asarray(full.row_lower_, dtype=float)
-    lp.row_upper_ = np.asarray(full.row_upper_, dtype=float)
-    lp.a_matrix_.format_ = hs.MatrixFormat.kColwise
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = cols.size, a.shape[0]
-    lp.a_matrix_.start_ = a.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = a.indices.astype(np.int32)
-    lp.a_matrix_.value_ = a.data.astype(float)
+    lp = column_lp(hs, sp.csc_array(node_lp.matrix[:, cols]), np.asarray(full.col_cost_)[cols],
+                   np.asarray(full.col_lower_)[cols], np.asarray(full.col_upper_)[cols], full.row_lower_,
+                   full.row_upper_)
     lp.integrality_ = [hs.HighsVarType.kInteger] * cands.size + [hs.HighsVarType.kContinuous] * n_y
     h = _new_silent_highs(hs)
     for name, value in {"threads": 1, "time_limit": float(time_limit), "mip_rel_gap": 0.0,
