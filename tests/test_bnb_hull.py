@@ -145,3 +145,44 @@ def test_hull_cuts_start_no_unit_after_the_deadline():
     unit, _, _ = hull_cuts(p, x, y, np.arange(p.n_units), deadline=0.0)     # long past
     assert unit.size == 0
     assert hull_cuts(p, x, y, np.arange(p.n_units))[0].size > 0             # (there are cuts to find)
+
+
+def test_a_stalled_root_is_taken_again_with_patient_rounds(monkeypatch):
+    """Where every unit can be saturated at once the root LP sits at the weights' sum and the cheap
+    rounds stall on it; after the sub-MIP leaves a gap the root goes again with patient rounds, whose
+    one-unit hull cuts together move the bound below that face (three-decimal coverage: 1,000 levels)."""
+    p = summary_problem(103, 181109, window=2, restate=0.8126, coverage_decimals=3)
+    budget = 0.1 * p.stream_cost()
+    top = float(p.weights.sum())
+    patient = branch_and_bound(p, budget, time_limit=120)
+    assert patient.status == "optimal" and patient.stats["patient_roots"] >= 1
+    assert patient.stats["hull_cuts"] > 0           # (hull.MAX_LEVELS 400 left these units out: no move)
+    assert patient.value == pytest.approx(milp_highs(p, budget).value, abs=1e-6)
+    assert patient.value - 1e-9 <= patient.stats["root_bound"] < top - 1e-3
+    monkeypatch.setattr(search_module, "PATIENT_ROOT", False)
+    hasty = branch_and_bound(p, budget, time_limit=1.0)
+    assert hasty.stats["patient_roots"] == 0
+    assert hasty.stats["root_bound"] >= top - 1e-9      # the face is never left
+
+
+def _patient_case(n, seed, frac, window, restate):
+    p = summary_problem(n, seed, window=window, restate=restate, coverage_decimals=3)
+    budget = frac * p.stream_cost()
+    r = branch_and_bound(p, budget, max_combos=1)       # every component to the LP: roots that stall
+    assert r.status == "optimal" and r.value == pytest.approx(milp_highs(p, budget).value, abs=1e-6)
+    assert r.stats["root_bound"] >= r.value - 1e-9
+    return r
+
+
+@pytest.mark.parametrize("n, seed, frac, window, restate", [(30, 13, 0.25, 3, 0.5), (40, 9, 0.1, 2, 0.8),
+                                                            (40, 5, 0.25, 3, 0.5)])
+def test_patient_roots_run_on_small_fine_grained_summaries(n, seed, frac, window, restate):
+    assert _patient_case(n, seed, frac, window, restate).stats["patient_roots"] >= 1
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(25, 40), st.integers(0, 10**6), st.sampled_from([0.1, 0.25]),
+       st.sampled_from([(2, 0.8), (3, 0.5)]))
+def test_patient_roots_keep_the_optimum_on_fine_grained_summaries(n, seed, frac, shape):
+    """About one in eight of these roots stalls and goes again patient; HiGHS certifies the optimum."""
+    _patient_case(n, seed, frac, *shape)

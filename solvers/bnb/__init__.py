@@ -245,7 +245,8 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
             chosen = sorted(fixed + [u for j in search.inc_store for u in members[j]])
             best_value = max(best_value, search.inc_value + offset)
         for key in ("nodes", "lp_solves", "dp_solves", "pruned", "fixed_by_reduced_cost", "incumbent_updates",
-                    "candidate_branchings", "group_branchings", "strong_branching_lps", "dp_node_calls", "dp_node_closes"):
+                    "candidate_branchings", "group_branchings", "strong_branching_lps", "dp_node_calls", "dp_node_closes",
+                    "patient_roots"):
             stats[key] += search.stats[key]
         stats.update(restart_components=rstats["components"], restart_coupled_groups=rstats["coupled_groups"])
         if search.survivors is None:
