@@ -159,6 +159,11 @@ def test_a_stalled_root_is_taken_again_with_patient_rounds(monkeypatch):
     assert patient.stats["hull_cuts"] > 0           # (hull.MAX_LEVELS 400 left these units out: no move)
     assert patient.value == pytest.approx(milp_highs(p, budget).value, abs=1e-6)
     assert patient.value - 1e-9 <= patient.stats["root_bound"] < top - 1e-3
+    monkeypatch.setattr(search_module, "PATIENT_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(search_module, "PATIENT_ELAPSED_SHARE", 0.0)
+    out_of_patience = branch_and_bound(p, budget, time_limit=1.0)     # patient for no time at all
+    assert out_of_patience.stats["patient_roots"] >= 1
+    assert out_of_patience.stats["root_bound"] >= top - 1e-9
     monkeypatch.setattr(search_module, "PATIENT_ROOT", False)
     hasty = branch_and_bound(p, budget, time_limit=1.0)
     assert hasty.stats["patient_roots"] == 0

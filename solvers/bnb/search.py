@@ -68,6 +68,13 @@ HULL_TABLEAU = False
 #: in 1.2 s where it had timed out at 60 s after 12,298 nodes at 65.199 (HiGHS: 1.1 s)
 PATIENT_ROOT = True
 PATIENT_STALL_ROUNDS = 40
+#: the patient rounds stop being patient after the least of: PATIENT_MIN_SECONDS or, when more,
+#: PATIENT_ELAPSED_SHARE of the time the solve has taken so far; and PATIENT_LEFT_SHARE of the time
+#: left.  Unbounded, summary_problem(3000, 0, restate=0.8) at 25 % (a root LP at OPT, 2147.684, and a
+#: sub-MIP store 0.64 below it) spent 45 of its 60 s in 14 stalled rounds of 3-4 s re-solves each
+PATIENT_MIN_SECONDS = 1.0
+PATIENT_ELAPSED_SHARE = 0.5
+PATIENT_LEFT_SHARE = 0.25
 
 #: after each root round's re-solve the tableau cuts the LP does not price leave it (as at the end of
 #: the root): their rows are dense, and kept they made each re-solve slower (summary_problem(500, 0,
@@ -156,6 +163,7 @@ class Search:
         self.must_pick = np.zeros(0, dtype=np.int64)    # with survivors: groups every better store takes one of
         self.none_out = np.zeros(problem.n_groups, dtype=bool)   # groups whose 'none' the root leaves out
         self.patient = False                            # this root's rounds are patient (PATIENT_ROOT)
+        self.patient_until = -math.inf                  # ... until this time.perf_counter()
         self.root_stalled = False                       # the last root's rounds left its LP value where it was
         self.skip_sub_mip = False                       # set by a restart whose candidates a sub-MIP closed
         self.sub_mip_proved = np.zeros(0, dtype=np.int64)   # candidates whose best store a sub-MIP proved
@@ -382,7 +390,7 @@ class Search:
             if gain >= MIN_GAIN * abs(value):
                 stalled = 0
             elif (gain > STALL_GAIN * abs(value)
-                  or stalled >= (PATIENT_STALL_ROUNDS if self.patient else 0 if hull else STALL_ROUNDS)):
+                  or stalled >= (PATIENT_STALL_ROUNDS if self._patient_now() else 0 if hull else STALL_ROUNDS)):
                 if self._to_hull(hull, first_value, new[-1]):
                     hull, rounds, stalled = True, HULL_ROUNDS, 0
                     continue
@@ -423,7 +431,11 @@ class Search:
         every round, where the hull rounds took 6.9 s instead of 1.7 s and changed nothing; a patient
         root comes after its sub-MIP, which finds such a store."""
         return (HULL_CUTS and not hull and not self.skip_hull and not self.out_of_time()
-                and (first - now >= MIN_GAIN * abs(first) or self.patient))
+                and (first - now >= MIN_GAIN * abs(first) or self._patient_now()))
+
+    def _patient_now(self) -> bool:
+        """Whether this root's rounds are patient (:data:`PATIENT_ROOT`) and still within their time."""
+        return self.patient and time.perf_counter() < self.patient_until
 
     def _x_of_options(self, info, x: np.ndarray) -> np.ndarray:
         """The LP values ``x`` of the candidates as values of the node's free options ('none': 0)."""
@@ -697,6 +709,9 @@ class Search:
                         and not self.out_of_time()):
                     # the root again, its rounds patient now that the sub-MIP left a gap (PATIENT_ROOT)
                     self.patient = True
+                    now = time.perf_counter()
+                    self.patient_until = now + min(max(PATIENT_MIN_SECONDS, PATIENT_ELAPSED_SHARE * (now - self.started)),
+                                                   PATIENT_LEFT_SHARE * (self.deadline - now))
                     self.stats["patient_roots"] += 1
                     plunge = (allowed, info["prices"], min(info["ub"], parent_ub), True, None)
                     continue
