@@ -191,3 +191,20 @@ def test_patient_roots_run_on_small_fine_grained_summaries(n, seed, frac, window
 def test_patient_roots_keep_the_optimum_on_fine_grained_summaries(n, seed, frac, shape):
     """About one in eight of these roots stalls and goes again patient; HiGHS certifies the optimum."""
     _patient_case(n, seed, frac, *shape)
+
+
+def test_the_patient_pass_runs_no_sub_mip_a_proved_one_covers(monkeypatch):
+    """The first pass's sub-MIP proved its store the best of its candidates; the patient pass of the same
+    root would take the same ones and could find nothing better (primal.SKIP_PROVED)."""
+    import memaudit_solvers.bnb.primal as primal_module
+
+    p = summary_problem(40, 9, window=2, restate=0.8, coverage_decimals=3)
+    budget = 0.1 * p.stream_cost()
+    skipping = branch_and_bound(p, budget, max_combos=1)
+    monkeypatch.setattr(primal_module, "SKIP_PROVED", False)
+    again = branch_and_bound(p, budget, max_combos=1)
+    assert skipping.stats["patient_roots"] == again.stats["patient_roots"] == 1
+    assert (skipping.stats["sub_mips"], skipping.stats["sub_mips_proved_before"]) == (1, 1)
+    assert (again.stats["sub_mips"], again.stats.get("sub_mips_proved_before", 0)) == (2, 0)
+    assert skipping.status == again.status == "optimal" and skipping.value == pytest.approx(again.value, abs=1e-9)
+    assert skipping.value == pytest.approx(milp_highs(p, budget).value, abs=1e-6)
