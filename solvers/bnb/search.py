@@ -317,7 +317,10 @@ class Search:
         LP value ending the rounds): on a degenerate LP a round's cuts move the point and not the
         value (``summary_problem(81, 917402, window=7, restate=0.65)`` at 25 %: the first round left
         85.831 unchanged and the rounds stopped there; the search then timed out at 60 s, 0.19 above
-        OPT, where the next rounds take the root to 85.653 and the whole solve takes 1.3 s).
+        OPT, where the next rounds take the root to 85.653 and the whole solve takes 1.3 s).  On a
+        patient root (:data:`PATIENT_ROOT`, within its time) up to :data:`PATIENT_STALL_ROUNDS` rounds
+        in a row may leave the value unchanged, the hull rounds included, and the hull rounds start
+        even where the cheap ones never moved the LP.
         """
         p = self.p
         if self.node_lp is None:
