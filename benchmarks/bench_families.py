@@ -9,7 +9,7 @@ from memaudit_solvers.problem import Problem, breakpoint_pieces, min_cap_pieces
 from memaudit_solvers.random_problems import random_problem, summary_problem
 
 __all__ = ["FAMILIES", "QUICK_FAMILY_SIZES", "DEFAULT_SIZES", "QUICK_SIZES", "DEFAULT_FRACS", "HARD_SIZES",
-           "HARD_FRACS", "make_problem", "with_h", "side_by_side"]
+           "HARD_FRACS", "make_problem", "with_h", "with_pwl", "side_by_side"]
 
 DEFAULT_SIZES = (50, 100, 200, 400, 800, 1600)
 QUICK_SIZES = (50, 100, 200)
@@ -73,6 +73,11 @@ def validity_stream(seed: int) -> Problem:
     return compile_package(pkg).problem
 
 
+def with_pwl(p: Problem) -> Problem:
+    """``p`` with every h the ``restate-pwl`` family's (through :data:`PWL_BREAKPOINTS`)."""
+    return with_h(p, *breakpoint_pieces(PWL_BREAKPOINTS))
+
+
 def make_problem(family: str, n: int, seed: int) -> Problem:
     """The problem of ``family`` at size ``n`` (experiences; streams for ``validity``) and ``seed``."""
     if family not in FAMILIES:
@@ -87,7 +92,7 @@ def make_problem(family: str, n: int, seed: int) -> Problem:
         return side_by_side([validity_stream(seed * n + i) for i in range(n)])
     p = random_problem(n, seed, restate=0.8)
     if family == "restate-pwl":
-        return with_h(p, *breakpoint_pieces(PWL_BREAKPOINTS))
+        return with_pwl(p)
     if family == "restate-cap":
         s, b = min_cap_pieces([2.0])
         return with_h(p, s[0], b[0])

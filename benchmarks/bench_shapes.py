@@ -34,19 +34,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_families import PWL_BREAKPOINTS, side_by_side, with_h  # noqa: E402
+from bench_families import side_by_side, with_pwl  # noqa: E402
 from memaudit_solvers.bnb import branch_and_bound  # noqa: E402
 from memaudit_solvers.bruteforce import brute_force  # noqa: E402
 from memaudit_solvers.milp import milp_highs  # noqa: E402
-from memaudit_solvers.problem import breakpoint_pieces  # noqa: E402
 from memaudit_solvers.random_problems import random_problem, summary_problem  # noqa: E402
 
 KINDS = ("summary", "validity", "coupled", "tiny")
 FRACS = (0.03, 0.05, 0.1, 0.25, 0.5)
-
-
-def _pwl(p):
-    return with_h(p, *breakpoint_pieces(PWL_BREAKPOINTS))
 
 
 def draw(kind: str, rng: np.random.Generator):
@@ -64,7 +59,7 @@ def draw(kind: str, rng: np.random.Generator):
         p = random_problem(n, seed, restate=rs, coverage_values=cv)
         pwl = bool(rng.random() < 0.5)
         return (f"random_problem({n}, {seed}, restate={rs}, coverage_values={cv}){' with pwl h' if pwl else ''}",
-                _pwl(p) if pwl else p)
+                with_pwl(p) if pwl else p)
     if kind == "validity":
         from memaudit.generators import generate
         from memaudit.package import compile_package

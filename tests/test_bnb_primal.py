@@ -8,11 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import memaudit_solvers.bnb.primal as primal_module
 import memaudit_solvers.bnb.search as search_module
 from memaudit_solvers.bnb import branch_and_bound
-from memaudit_solvers.bnb.primal import (_exchange_gains, _move_gain, exchange_greedy, greedy, node_lp_sub_mip_store,
-                                         y_grid_scale)
+from memaudit_solvers.bnb.primal import _exchange_gains, _move_gain, exchange_greedy, greedy, node_lp_sub_mip_store
 from memaudit_solvers.milp import milp_highs
 from memaudit_solvers.objective import costs_fit, coverage_sums, evaluate
 from memaudit_solvers.random_problems import random_problem, summary_problem
@@ -97,21 +95,11 @@ def test_exchange_greedy_finds_the_optimum_greedy_misses_and_spares_the_cut_roun
 
 @settings(max_examples=30, deadline=None)
 @given(st.sampled_from(["summary", "coupled", "pwl"]), st.integers(4, 7), st.integers(0, 10**6),
-       st.sampled_from([0.1, 0.25, 0.5]), st.integers(0, 10**6), st.booleans(), st.booleans())
-def test_node_lp_sub_mip_finds_the_best_store_of_its_candidates(family, n, seed, frac, pick_seed, start, integral_y):
+       st.sampled_from([0.1, 0.25, 0.5]), st.integers(0, 10**6), st.booleans())
+def test_node_lp_sub_mip_finds_the_best_store_of_its_candidates(family, n, seed, frac, pick_seed, start):
     """The node LP of a root (its rows and every cut of its rounds) made a MIP over some candidates is the
     problem restricted to them: HiGHS proves a store, within the budget, one per group, of them only, worth
-    brute force's best over them, with the incumbent as a MIP start or without, and with y integral on
-    h's grid (primal.SUB_MIP_INTEGRAL_Y) or continuous."""
-    was = primal_module.SUB_MIP_INTEGRAL_Y
-    primal_module.SUB_MIP_INTEGRAL_Y = integral_y
-    try:
-        _check_node_lp_sub_mip(family, n, seed, frac, pick_seed, start)
-    finally:
-        primal_module.SUB_MIP_INTEGRAL_Y = was
-
-
-def _check_node_lp_sub_mip(family, n, seed, frac, pick_seed, start):
+    brute force's best over them, with the incumbent as a MIP start or without."""
     p = family_problem(family, n, seed)
     budget = frac * p.stream_cost()
     search, _, info, lp = root_search(p, budget)
@@ -132,14 +120,3 @@ def _check_node_lp_sub_mip(family, n, seed, frac, pick_seed, start):
     assert set(store.tolist()) <= set(cands.tolist())
     assert np.unique(p.groups[store]).size == store.size and costs_fit(p, p.costs[store], budget)
     assert evaluate(p, store) == pytest.approx(best, rel=1e-9, abs=1e-12)
-
-
-def test_y_grid_scale_is_the_least_scale_making_h_integral():
-    from memaudit_solvers.problem import Problem
-
-    assert y_grid_scale(summary_problem(30, 1, coverage_decimals=2)) == 100
-    assert y_grid_scale(summary_problem(30, 1, coverage_decimals=1)) == 10
-    assert y_grid_scale(with_pwl(random_problem(20, 0, restate=0.8))) == 8      # slopes 1, 1/2, 1/4 on 1/2 and 1
-    thirds = Problem.build([1.0, 1.0], [0, 1], [[1 / 3], [0.2 - 1e-17 + 0.4]], [1.0])
-    assert y_grid_scale(thirds) == 15                                          # 1/3 and 0.6000000000000001
-    assert y_grid_scale(Problem.build([1.0], [0], [[0.123456789]], [1.0])) is None   # no coarse grid

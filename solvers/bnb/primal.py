@@ -294,53 +294,6 @@ SUB_MIP_ON_NODE_LP = True
 SKIP_PROVED = True
 
 
-#: the node-LP sub-MIP's y columns integral on h's grid (``Y = y_scale * y``, as the MILP back-ends'
-#: own model does: :func:`memaudit_solvers.milp.scaling._try_grid`) where the data allow one
-#: (:func:`y_grid_scale`).  Side by side (a fresh problem per run, one process): the summary families
-#: n = 100-1,000, seeds 0-2, 5 / 10 / 25 %, 72 runs: median 0.998, total 0.986 (0.57-1.54); 70 random
-#: summary shapes: median 0.992, total 0.991 (0.42-1.74; the losses mostly three-decimal coverage,
-#: y_scale 1,000); summary_problem(218, 601139, window=5, restate=0.356, coverage_decimals=1) at 25 %
-#: 2.84 -> 1.94 s (HiGHS 1.28 s), the worst shape against HiGHS 5.15 -> 3.56 x.  Off by default: on the
-#: grid's restated summaries at 5 %, the cells where bnb is already behind HiGHS, it cost more
-#: (summary_problem(200, 0, restate=0.8) 0.79 -> 1.19 s, (100, 0) 0.36 -> 0.46 s, (100, 2) 0.78 -> 0.89 s;
-#: the grid's worst summaries-restate cell 1.61 -> 1.78 x) for a total gain of 1-1.5 %
-SUB_MIP_INTEGRAL_Y = False
-
-
-def y_grid_scale(problem: Problem) -> int | None:
-    """The least ``s`` with ``s * h_r(z)`` an integer (within 1e-9) at every store, or None when there is
-    none on a coarse grid (at most ``milp.scaling._MAX_GRID_SCALE``) or there are more units than the MILP
-    gives integral y.  Within 1e-9: a restart's shifted coverage carries float rounding (0.19999999999999996);
-    the sub-MIP is a heuristic, its store evaluated exactly."""
-    import math
-    from fractions import Fraction
-
-    from ..milp.scaling import _MAX_GRID_SCALE, _MAX_INTEGRAL_Y
-
-    def near(values):
-        out = []
-        for v in np.unique(np.asarray(values, dtype=float)).tolist():
-            f = Fraction(v).limit_denominator(_MAX_GRID_SCALE)
-            if abs(float(f) - v) > 1e-9 * max(1.0, abs(v)):
-                return None
-            out.append(f)
-        return out
-
-    def compute():
-        if problem.n_units == 0 or problem.n_units > _MAX_INTEGRAL_Y:
-            return None
-        cov, slopes, inter = near(problem.coverage.data), near(problem.h_slopes.ravel()), near(problem.h_intercepts.ravel())
-        if cov is None or slopes is None or inter is None:
-            return None
-        scale = 1
-        for f in [s * a for s in slopes for a in cov] + inter:
-            scale = math.lcm(scale, f.denominator)
-            if scale > _MAX_GRID_SCALE:
-                return None
-        return scale
-    return problem.cached("y_grid_scale", compute)
-
-
 def node_lp_sub_mip_store(search: Search, cands: np.ndarray, time_limit: float):
     """Best store HiGHS finds within ``time_limit`` seconds in the search's node LP made a MIP over ``cands``,
     or None; and whether HiGHS proved it the best such store (only ever used to skip a later sub-MIP).
@@ -365,19 +318,10 @@ def node_lp_sub_mip_store(search: Search, cands: np.ndarray, time_limit: float):
     n_x, n_y = node_lp.n_x, node_lp.n_y
     cands = np.unique(np.asarray(cands, dtype=np.int64))
     cols = np.concatenate([cands, n_x + np.arange(n_y)])
-    y_scale = y_grid_scale(search.p) if SUB_MIP_INTEGRAL_Y else None
-    matrix = sp.csc_array(node_lp.matrix[:, cols])
-    cost, lower, upper = (np.asarray(v, dtype=float)[cols] for v in (full.col_cost_, full.col_lower_, full.col_upper_))
-    if y_scale is not None:
-        # Y = y_scale * y, integral at every store (h's values lie on that grid there)
-        col_scale = np.concatenate([np.ones(cands.size), np.full(n_y, 1.0 / y_scale)])
-        matrix = sp.csc_array(matrix @ sp.diags_array(col_scale))
-        cost = cost * col_scale
-        upper[cands.size:] = np.floor(upper[cands.size:] * y_scale + 1e-6)
-        lower[cands.size:] = np.ceil(lower[cands.size:] * y_scale - 1e-6)
-    lp = column_lp(hs, matrix, cost, lower, upper, full.row_lower_, full.row_upper_)
-    y_type = hs.HighsVarType.kContinuous if y_scale is None else hs.HighsVarType.kInteger
-    lp.integrality_ = [hs.HighsVarType.kInteger] * cands.size + [y_type] * n_y
+    lp = column_lp(hs, sp.csc_array(node_lp.matrix[:, cols]), np.asarray(full.col_cost_)[cols],
+                   np.asarray(full.col_lower_)[cols], np.asarray(full.col_upper_)[cols], full.row_lower_,
+                   full.row_upper_)
+    lp.integrality_ = [hs.HighsVarType.kInteger] * cands.size + [hs.HighsVarType.kContinuous] * n_y
     h = _new_silent_highs(hs)
     for name, value in {"threads": 1, "time_limit": float(time_limit), "mip_rel_gap": 0.0,
                         "mip_abs_gap": max(search.delta, 0.0) * 0.99 / node_lp.w_scale,
@@ -388,8 +332,6 @@ def node_lp_sub_mip_store(search: Search, cands: np.ndarray, time_limit: float):
     if inc.size and np.isin(inc, cands).all():
         p = search.p
         y = np.minimum(h_values(p, np.arange(n_y), coverage_sums(p, inc)), node_lp.col_hi[n_x:])
-        if y_scale is not None:
-            y = np.minimum(np.floor(y * y_scale + 1e-6), upper[cands.size:])
         sol = hs.HighsSolution()
         sol.col_value = np.concatenate([np.isin(cands, inc).astype(float), y]).tolist()
         sol.value_valid = True
@@ -411,7 +353,7 @@ def _run_sub_mip(search: Search, budget: float, cands: np.ndarray, seconds: floa
         store, proved = sub_mip_store(search.p, budget, cands, seconds)
     search.stats["sub_mip_seconds"] = search.stats.get("sub_mip_seconds", 0.0) + time.perf_counter() - t0
     search.stats["sub_mip_candidates"] = int(cands.size)
-    search.stats["sub_mips"] = search.stats.get("sub_mips", 0) + 1
+    search.stats["sub_mips"] += 1
     if store is not None:
         search.offer(store if outside is None else np.concatenate([outside, store]))
     return proved
@@ -439,7 +381,7 @@ def root_sub_mip(search: Search, info: dict, lp_x: np.ndarray):
     if kept.size <= SURVIVOR_CAP:
         cands = np.union1d(cands, kept)
     if SKIP_PROVED and search.sub_mip_proved.size and np.isin(cands, search.sub_mip_proved).all():
-        search.stats["sub_mips_proved_before"] = search.stats.get("sub_mips_proved_before", 0) + 1
+        search.stats["sub_mips_proved_before"] += 1
         return None if search.can_prune(info["ub"]) else info
     if _run_sub_mip(search, search.budget, cands, seconds):
         search.sub_mip_proved = cands

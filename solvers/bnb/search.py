@@ -117,6 +117,12 @@ LP_ZERO = 1e-9
 PROGRESS_EVERY = 1.0
 
 
+def _moved(first: float, now: float) -> bool:
+    """Whether a root's rounds took its LP value from ``first`` down to ``now`` by at least
+    :data:`cuts.MIN_GAIN` of it."""
+    return first - now >= MIN_GAIN * abs(first)
+
+
 class Search:
     """State of one branch-and-bound run (options = candidates + one 'none' per group)."""
 
@@ -179,7 +185,7 @@ class Search:
                       "grid_step": self.delta, "cost_step": self.cost_step, "cuts": 0, "tableau_cuts": 0,
                       "cut_rounds": 0, "hull_cuts": 0, "candidate_branchings": 0, "group_branchings": 0,
                       "strong_branching_lps": 0, "dp_node_calls": 0, "dp_node_closes": 0,
-                      "patient_roots": 0}
+                      "patient_roots": 0, "sub_mips": 0, "sub_mips_proved_before": 0}
 
     # -- pruning rule -----------------------------------------------------
     def can_prune(self, ub) -> bool | np.ndarray:
@@ -407,7 +413,7 @@ class Search:
                 hull, rounds, stalled = True, HULL_ROUNDS, 0
         self.hull_known = {}    # the units' hull LPs serve this root's rounds only
         if separate_cuts:
-            self.root_stalled = not hull and first_value - out[-1] < MIN_GAIN * abs(first_value)
+            self.root_stalled = not hull and not _moved(first_value, out[-1])
         if separate_cuts and len(self.cuts):
             # the tableau cuts the root LP does not price leave the LP and the bound: their dense rows
             # cost every node LP (summary_problem(500, 2) at 25 %: 35.8 s -> 24.8 s, the same nodes)
@@ -434,7 +440,7 @@ class Search:
         every round, where the hull rounds took 6.9 s instead of 1.7 s and changed nothing; a patient
         root comes after its sub-MIP, which finds such a store."""
         return (HULL_CUTS and not hull and not self.skip_hull and not self.out_of_time()
-                and (first - now >= MIN_GAIN * abs(first) or self._patient_now()))
+                and (_moved(first, now) or self._patient_now()))
 
     def _patient_now(self) -> bool:
         """Whether this root's rounds are patient (:data:`PATIENT_ROOT`) and still within their time."""
