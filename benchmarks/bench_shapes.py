@@ -1,7 +1,7 @@
 """Randomized shapes the grid does not hold: bnb against HiGHS (brute force on the tiny ones), side by side.
 
 Run:  .venv/bin/python benchmarks/bench_shapes.py [--kinds summary,validity,coupled,tiny] [--seconds 300]
-      [--seed 1] [--time-limit 60] [--json PATH]
+      [--seed 1] [--time-limit 60] [--scale 1] [--json PATH]
 
 Each problem is drawn from its own seeded random generator, so a run is reproducible from ``--seed`` (how
 many problems fit in ``--seconds`` depends on the machine). Kinds:
@@ -12,6 +12,10 @@ many problems fit in ``--seconds`` depends on the machine). Kinds:
   restatements, deletions, details, queries, chatter), one to three streams side by side;
 - ``coupled``: ``random_problem(n, s, restate, coverage_values)``, n 50-1,500, with min1 or a pwl h;
 - ``tiny``: 3-8 experiences of the summary and coupled kinds, checked against brute force.
+
+``--scale k`` multiplies the sizes of the first three kinds (experiences; streams side by side for
+``validity``) by ``k`` and leaves the draws otherwise the same: ``--scale 5`` draws summary problems of
+100-2,000 experiences.
 
 Budgets are 3, 5, 10, 25 or 50 % of the stream cost. Every problem prints one line; a line says MISMATCH
 when bnb's optimum differs from the reference's proven one, SLOW when bnb did not prove its optimum or took
@@ -44,16 +48,17 @@ KINDS = ("summary", "validity", "coupled", "tiny")
 FRACS = (0.03, 0.05, 0.1, 0.25, 0.5)
 
 
-def draw(kind: str, rng: np.random.Generator):
-    """(label, problem) of one random problem of ``kind``."""
+def draw(kind: str, rng: np.random.Generator, scale: float = 1.0):
+    """(label, problem) of one random problem of ``kind``, its size times ``scale`` (not for ``tiny``)."""
     seed = int(rng.integers(10**6))
+    sized = lambda n: max(1, round(n * scale))  # noqa: E731
     if kind == "summary" or (kind == "tiny" and rng.random() < 0.5):
-        n = int(rng.integers(3, 9)) if kind == "tiny" else int(rng.integers(20, 401))
+        n = int(rng.integers(3, 9)) if kind == "tiny" else sized(int(rng.integers(20, 401)))
         w, rs, cd = int(rng.integers(2, 8)), round(float(rng.uniform(0, 0.9)), 4), int(rng.integers(1, 4))
         return (f"summary_problem({n}, {seed}, window={w}, restate={rs}, coverage_decimals={cd})",
                 summary_problem(n, seed, window=w, restate=rs, coverage_decimals=cd))
     if kind in ("coupled", "tiny"):
-        n = int(rng.integers(3, 9)) if kind == "tiny" else int(rng.integers(50, 1501))
+        n = int(rng.integers(3, 9)) if kind == "tiny" else sized(int(rng.integers(50, 1501)))
         rs = round(float(rng.uniform(0, 0.95)), 4)
         cv = tuple(float(v) for v in rng.choice([0.25, 0.5, 0.75, 1.0, 1.5], size=2, replace=False))
         p = random_problem(n, seed, restate=rs, coverage_values=cv)
@@ -70,7 +75,7 @@ def draw(kind: str, rng: np.random.Generator):
                         deletions=int(rng.integers(0, 5)), details=int(rng.integers(0, 9)),
                         validity_prob=float(rng.choice([0.3, 1.0])), interval_prob=float(rng.choice([0, 0.75, 1.0])),
                         chatter=int(rng.integers(0, 20)))
-        streams = int(rng.choice([1, 1, 2, 3]))
+        streams = sized(int(rng.choice([1, 1, 2, 3])))
         problems = [compile_package(generate("validity", seed + i, **settings)).problem for i in range(streams)]
         args = ", ".join(f"{k}={v}" for k, v in settings.items())
         return (f"{streams} x validity(seed={seed}{'..' + str(seed + streams - 1) if streams > 1 else ''}, {args})",
@@ -86,8 +91,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=300.0, help="stop drawing after this long (default 300)")
     ap.add_argument("--seed", type=int, default=1, help="seed of the draws (default 1)")
     ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per solve, bnb and HiGHS (default 60)")
+    ap.add_argument("--scale", type=float, default=1.0,
+                    help="multiply the sizes of the summary, coupled and validity kinds by this (default 1)")
     ap.add_argument("--json", metavar="PATH", help="also write every run as JSON here")
     args = ap.parse_args(argv)
+    if not 0 < args.scale < 1000:
+        ap.error(f"--scale must be above 0 and below 1000; got {args.scale}")
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
@@ -100,7 +109,7 @@ def main(argv=None) -> int:
     while time.perf_counter() < end:
         kind = kinds[i % len(kinds)]
         i += 1
-        label, p = draw(kind, rng)
+        label, p = draw(kind, rng, args.scale)
         frac = float(rng.choice(FRACS))
         budget = frac * p.stream_cost()
         t = time.perf_counter()
@@ -117,7 +126,7 @@ def main(argv=None) -> int:
                          mismatch=mismatch, slow=slow))
         flag = " MISMATCH" if mismatch else " SLOW" if slow else ""
         print(f"{label} at {frac:.0%}: bnb {tb:.3f}s {r.status}, HiGHS {th:.3f}s {h.status}{flag}", flush=True)
-    print(f"\n{len(runs)} problems in {args.seconds:.0f} s (seed {args.seed}); "
+    print(f"\n{len(runs)} problems in {args.seconds:.0f} s (seed {args.seed}, scale {args.scale:g}); "
           f"{sum(r['mismatch'] for r in runs)} mismatches, {sum(r['slow'] for r in runs)} slow\n")
     print("| kind | problems | median bnb / HiGHS | total bnb / HiGHS | bnb slower | bnb time-outs | HiGHS time-outs |")
     print("|---|---|---|---|---|---|---|")

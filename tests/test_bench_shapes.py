@@ -37,3 +37,21 @@ def test_unknown_kinds_are_named(capsys):
     with pytest.raises(SystemExit):
         bench_shapes.main(["--kinds", "tiny,nope"])
     assert "unknown kind(s) nope; known: summary, validity, coupled, tiny" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["summary", "coupled", "validity"])
+def test_scale_multiplies_the_size_and_keeps_the_draw(kind):
+    label1, p1 = bench_shapes.draw(kind, np.random.default_rng(7))
+    label3, p3 = bench_shapes.draw(kind, np.random.default_rng(7), scale=3)
+    if kind == "validity":
+        streams = int(label1.split(" x ")[0])
+        assert label3.startswith(f"{3 * streams} x ") and p3.n_groups > p1.n_groups
+    else:
+        n1 = int(label1.split("(")[1].split(",")[0])
+        assert label3 == label1.replace(f"({n1},", f"({3 * n1},", 1) and p3.n_groups == 3 * p1.n_groups
+
+
+def test_a_scale_out_of_range_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        bench_shapes.main(["--scale", "0"])
+    assert "--scale must be above 0" in capsys.readouterr().err
