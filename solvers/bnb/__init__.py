@@ -246,7 +246,8 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
             best_value = max(best_value, search.inc_value + offset)
         for key in ("nodes", "lp_solves", "dp_solves", "pruned", "fixed_by_reduced_cost", "incumbent_updates",
                     "candidate_branchings", "group_branchings", "strong_branching_lps", "dp_node_calls", "dp_node_closes",
-                    "patient_roots", "sub_mips", "sub_mips_proved_before"):
+                    "patient_roots", "sub_mips", "sub_mips_proved_before", "repairs", "repairs_improved",
+                    "repair_seconds"):
             stats[key] += search.stats[key]
         stats.update(restart_components=rstats["components"], restart_coupled_groups=rstats["coupled_groups"])
         if search.survivors is None:

@@ -18,7 +18,8 @@ from .grid import cost_step, objective_grid
 from .hull import hull_cuts
 from .mckp import kept_mckp
 from .nodelp import NodeLP
-from .primal import core_dp_store, exchange_greedy, greedy, root_core_mip, root_sub_mip, round_store, upgrade_store
+from .primal import (core_dp_store, exchange_greedy, greedy, root_core_mip, root_repair, root_sub_mip, round_store,
+                     upgrade_store)
 from .tableau import tableau_cuts
 
 __all__ = ["Search", "Progress", "NONE"]
@@ -185,7 +186,8 @@ class Search:
                       "grid_step": self.delta, "cost_step": self.cost_step, "cuts": 0, "tableau_cuts": 0,
                       "cut_rounds": 0, "hull_cuts": 0, "candidate_branchings": 0, "group_branchings": 0,
                       "strong_branching_lps": 0, "dp_node_calls": 0, "dp_node_closes": 0,
-                      "patient_roots": 0, "sub_mips": 0, "sub_mips_proved_before": 0}
+                      "patient_roots": 0, "sub_mips": 0, "sub_mips_proved_before": 0, "repairs": 0,
+                      "repairs_improved": 0, "repair_seconds": 0.0}
 
     # -- pruning rule -----------------------------------------------------
     def can_prune(self, ub) -> bool | np.ndarray:
@@ -711,6 +713,8 @@ class Search:
                     info = None
             if is_root and info is not None:
                 info = root_sub_mip(self, info, lp_x) if lp_x is not None else root_core_mip(self, info)
+                if info is not None and lp_x is not None and not self.out_of_time():
+                    info = root_repair(self, info, lp_x)     # where the incumbent falls short of the LP
                 if info is not None and restart and self.restart_point(info):   # a better incumbent fixes more
                     self.stats["root_bound"] = min(info["ub"], parent_ub)
                     return float(self.stats["root_bound"])
