@@ -194,12 +194,15 @@ def neighbourhood(problem: Problem, opt_cand: np.ndarray, opt_group: np.ndarray,
     return np.unique(np.concatenate([oc[take], np.asarray(keep, dtype=np.int64)]))
 
 
-def sub_mip_store(problem: Problem, budget: float, cands: np.ndarray, time_limit: float):
+def sub_mip_store(problem: Problem, budget: float, cands: np.ndarray, time_limit: float, fixed=None, hint=None):
     """Best store HiGHS finds within ``time_limit`` seconds using only ``cands``, or None; and whether
     HiGHS proved it the best such store (only ever used to skip a later sub-MIP, never in a bound).
 
     The candidates' groups and units are renumbered into a small :class:`Problem`; the store
-    returned is in the original candidate numbering.
+    returned is in the original candidate numbering.  With ``fixed`` (candidates of other groups that
+    stay, their cost already out of ``budget``) a unit's h is shifted by what they cover,
+    ``h_r(z + c_r) - h_r(c_r)`` (still concave, non-decreasing and 0 at 0), so the sub-problem's F is
+    what ``cands`` add to theirs; ``hint`` (candidates, those among ``cands`` used) is HiGHS's MIP start.
     """
     from ..milp import milp_highs  # the LP/MIP engine is used as a heuristic only
 
@@ -210,12 +213,17 @@ def sub_mip_store(problem: Problem, budget: float, cands: np.ndarray, time_limit
     units = np.unique(cov.indices)
     if units.size == 0:
         return None, True
+    slopes, intercepts = problem.h_slopes[units], problem.h_intercepts[units]
+    if fixed is not None:
+        c = coverage_sums(problem, fixed)[units]
+        intercepts = np.maximum(intercepts + slopes * c[:, None] - h_values(problem, units, c)[:, None], 0.0)
+        intercepts[np.arange(units.size), intercepts.argmin(axis=1)] = 0.0     # h(0) = 0 exactly
     _, groups = np.unique(problem.groups[cands], return_inverse=True)
     sub = Problem.build(problem.costs[cands], groups, cov[:, units], problem.weights[units],
-                        h_slopes=problem.h_slopes[units], h_intercepts=problem.h_intercepts[units],
-                        n_groups=int(groups.max()) + 1)
+                        h_slopes=slopes, h_intercepts=intercepts, n_groups=int(groups.max()) + 1)
+    start = None if hint is None else np.flatnonzero(np.isin(cands, hint))
     try:
-        res = milp_highs(sub, budget, time_limit=time_limit)
+        res = milp_highs(sub, budget, time_limit=time_limit, hint=start if start is not None and start.size else None)
     except SolverError:
         return None, False  # e.g. a store over the budget by HiGHS's float tolerance: a heuristic just offers nothing
     proved = res.status == "optimal"
@@ -350,7 +358,7 @@ def _run_sub_mip(search: Search, budget: float, cands: np.ndarray, seconds: floa
     if SUB_MIP_ON_NODE_LP and outside is None and search.node_lp is not None:
         store, proved = node_lp_sub_mip_store(search, cands, seconds)
     else:
-        store, proved = sub_mip_store(search.p, budget, cands, seconds)
+        store, proved = sub_mip_store(search.p, budget, cands, seconds, fixed=outside)
     search.stats["sub_mip_seconds"] = search.stats.get("sub_mip_seconds", 0.0) + time.perf_counter() - t0
     search.stats["sub_mip_candidates"] = int(cands.size)
     search.stats["sub_mips"] += 1
@@ -531,12 +539,10 @@ def repair_sub_mip_store(problem: Problem, budget: float, store: np.ndarray, fre
     """The best store HiGHS finds in ``time_limit`` seconds that keeps ``store`` outside ``free_groups``
     (a group mask) and chooses anew inside them (among ``allowed`` candidates, a mask, when given), or None.
 
-    The sub-problem has the free groups' candidates and their units; a unit's h is shifted by what the
-    fixed part already covers (``h_r(z + c_r) - h_r(c_r)``: still concave, non-decreasing and 0 at 0), and
-    the budget is what the fixed part leaves.  A heuristic: the store is only offered to the search.
+    :func:`sub_mip_store` on the free groups' candidates, the rest of ``store`` fixed (h shifted by what
+    it covers, the budget what it leaves), ``store`` the MIP start.  A heuristic: the store is only
+    offered to the search.
     """
-    from ..milp import milp_highs
-
     free = free_groups[problem.groups]
     if allowed is not None:
         free &= allowed
@@ -546,26 +552,13 @@ def repair_sub_mip_store(problem: Problem, budget: float, store: np.ndarray, fre
     rest = budget - float(problem.costs[outside].sum())
     if free.size == 0 or rest < 0 or time_limit <= 0:
         return None
-    c = coverage_sums(problem, outside)
-    sub_cov = problem.coverage[free]
-    units = np.unique(sub_cov.indices)
-    if units.size == 0:
-        return None
-    slopes = problem.h_slopes[units]
-    shifted = problem.h_intercepts[units] + slopes * c[units][:, None] - h_values(problem, units, c[units])[:, None]
-    shifted = np.maximum(shifted, 0.0)
-    shifted[np.arange(units.size), shifted.argmin(axis=1)] = 0.0     # h(0) = 0 exactly
-    _, groups = np.unique(problem.groups[free], return_inverse=True)
     try:
-        sub = Problem.build(problem.costs[free], groups, sub_cov[:, units], problem.weights[units],
-                            h_slopes=slopes, h_intercepts=shifted, n_groups=int(groups.max()) + 1)
-        hint = np.flatnonzero(np.isin(free, store))
-        res = milp_highs(sub, rest, time_limit=time_limit, hint=hint if hint.size else None)
-    except (SolverError, ValueError):
-        return None     # a heuristic: a sub-problem HiGHS refuses just offers nothing
-    if res.chosen is None:
-        return None
-    return np.concatenate([outside, free[res.chosen]])
+        chosen, _ = sub_mip_store(problem, rest, free, time_limit, fixed=outside, hint=store)
+    except ValueError:
+        return None     # a heuristic: a sub-problem that cannot be built just offers nothing
+    if chosen is None:
+        return outside if outside.size else None
+    return np.concatenate([outside, chosen])
 
 
 def root_repair(search: Search, info: dict, lp_x: np.ndarray):
