@@ -32,6 +32,21 @@ def _frac_gcd(a: Fraction, b: Fraction) -> Fraction:
     return Fraction(math.gcd(int(a * den), int(b * den)), den)
 
 
+def _rational_step(values) -> Fraction | None:
+    """Largest rational step with every value (read by :func:`_as_fraction`) an integer multiple
+    of it: ``Fraction(0)`` for no nonzero value, None when some value is no small ratio or the
+    step's denominator passes 10**9."""
+    step = Fraction(0)
+    for v in values:
+        f = _as_fraction(v)
+        if f is None:
+            return None
+        step = _frac_gcd(step, f)
+        if step.denominator > 10**9:
+            return None
+    return step
+
+
 def cost_step(values) -> float:
     """Largest step with every value an integer multiple of it, or 0 if none is found."""
     values = np.unique(np.asarray(values, dtype=float))
@@ -40,15 +55,8 @@ def cost_step(values) -> float:
         # integers (the usual costs): their gcd, as the rational reading below would give it
         step_int = int(np.gcd.reduce(np.abs(values).astype(np.int64)))
         return float(step_int) if step_int > 0 else 0.0
-    step = Fraction(0)
-    for v in values:
-        f = _as_fraction(v)
-        if f is None:
-            return 0.0
-        step = _frac_gcd(step, f)
-        if step.denominator > 10**9:
-            return 0.0
-    return float(step) if step > 0 else 0.0
+    step = _rational_step(values)
+    return float(step) if step is not None and step > 0 else 0.0
 
 
 #: most decimal places :func:`_decimal_steps` tries (the rational reading allows denominators to 10**6)
@@ -94,7 +102,7 @@ def objective_grid(problem: Problem) -> float:
 
     Each unit's coverage values (per column), piece slopes and intercepts and
     weights are read as small rationals (denominators up to 10**6, whose
-    nearest float must be the value itself); when they are, ``F`` takes
+    nearest float must be the value itself) and multiplied as such; when they are, ``F`` takes
     values on a grid, and an upper bound below
     ``incumbent + delta`` proves the incumbent optimal.  The grid is detected
     from the data, never assumed.
@@ -106,6 +114,8 @@ def objective_grid(problem: Problem) -> float:
     1.0
     >>> objective_grid(Problem.build([1], [0], [[0.1234567891]], [1.0]))
     0.0
+    >>> objective_grid(Problem.build([1], [0], [[0.001]], [2.504]))  # 2.504 * 0.001 in rationals
+    0.002504
     """
     def key():
         if problem.coverage.nnz == 0:
@@ -114,21 +124,41 @@ def objective_grid(problem: Problem) -> float:
         units, first, values, decimal = coverage_values(problem)
         n_vals = np.diff(np.append(first, values.size))
         step = np.zeros(problem.n_units)
+        read: dict = {}     # float -> the small ratio it is read as (None: none)
         if decimal is not None:
             step[units] = decimal
         else:
             step[units] = values[first]                     # one distinct value: the step is that value
             for r, start, n in zip(units[n_vals > 1], first[n_vals > 1], n_vals[n_vals > 1]):
-                step[r] = cost_step(values[start:start + n])
-                if step[r] == 0:
+                exact = _rational_step(values[start:start + n])
+                if exact is None or exact == 0:
                     return 0.0
+                step[r] = float(exact)
+                read[step[r]] = exact
         # every term w_r h_r(s_r) is then a multiple of w_r * gcd_k(slope_rk * step_r, intercept_rk)
-        # (units nobody covers contribute 0 and are left out)
+        # (units nobody covers contribute 0 and are left out).  The products are taken in
+        # rationals: in floats 2.504 * 0.001 is 0.0025039999999999997, no small ratio, and 3-decimal
+        # weights on 3-decimal coverage would lose their grid of 1e-6
         covered = np.zeros(problem.n_units, dtype=bool)
         covered[units] = True
-        w = problem.weights[covered, None]
-        terms = np.concatenate([(w * problem.h_slopes[covered] * step[covered, None]).ravel(),
-                                (w * problem.h_intercepts[covered]).ravel()])
-        step = cost_step(terms[terms > 0])
-        return step if step > 0 else (1.0 if not np.any(terms > 0) else 0.0)
+        n_pieces = problem.h_slopes.shape[1]
+        rows = np.unique(np.column_stack([problem.weights[covered], step[covered], problem.h_slopes[covered],
+                                          problem.h_intercepts[covered]]), axis=0)
+
+        def rational(x: float) -> Fraction | None:
+            if x not in read:
+                read[x] = _as_fraction(x)
+            return read[x]
+
+        grid = Fraction(0)
+        for row in rows.tolist():
+            w, s = rational(row[0]), rational(row[1])
+            factors = [rational(v) for v in row[2:]]
+            if w is None or s is None or any(f is None for f in factors):
+                return 0.0
+            for k, f in enumerate(factors):
+                grid = _frac_gcd(grid, w * f * s if k < n_pieces else w * f)
+            if grid.denominator > 10**9:
+                return 0.0
+        return float(grid) if grid > 0 else 1.0
     return problem.cached("objective_grid", key)
