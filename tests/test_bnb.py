@@ -317,6 +317,23 @@ def test_the_grid_of_three_decimal_data_closes_a_fine_grained_summary_at_the_roo
     assert r.value == pytest.approx(milp_highs(p, budget).value, rel=1e-9)
 
 
+def test_objective_grid_is_zero_when_finer_than_the_round_off_of_F():
+    # weights 1e6 and 1e-6 on whole coverage: F is a multiple of 1e-6, 1e-12 of its size (GRID_FLOOR 1e-10)
+    p = Problem.build([1.0, 1.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [1e6, 1e-6])
+    assert objective_grid(p) == 0.0
+    assert objective_grid(Problem.build([1.0, 1.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [1e3, 1e-3])) == 1e-3
+
+
+def test_bnb_prunes_on_the_grid_of_its_input_not_of_the_collapsed_problem():
+    """Collapsed components become options worth float sums of products (no small ratios); F is unchanged,
+    so the input's grid (3-decimal weights, 2-decimal coverage: 1e-5) is the one the search uses."""
+    from memaudit_solvers.random_problems import summary_problem
+
+    p = summary_problem(50, 2)
+    r = branch_and_bound(p, 0.25 * p.stream_cost())
+    assert r.stats["components"] > 1 and r.stats["grid_step"] == objective_grid(p) == pytest.approx(1e-5)
+
+
 def test_objective_grid_is_zero_off_grid():
     # 0.1234567891 is no ratio with a denominator <= 10**6 (to 1e-12), so F has no detected grid
     p = Problem.build([1.0, 1.0], [0, 1], [[0.1234567891, 0.0], [0.0, 1.0]], [1.0, 1.0])

@@ -105,8 +105,8 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
        reliability branching (pseudocosts, and trial LPs for candidates not
        yet observed: ``strong_branching_lps``), or without an LP value on a
        group (one child per option).
-       When every value of F lies on a grid (detected from the data, see
-       :func:`objective_grid`) a bound below ``incumbent + step`` closes a
+       When every value of F lies on a grid (detected from the input's data,
+       see :func:`objective_grid`) a bound below ``incumbent + step`` closes a
        node; otherwise the tolerance is 1e-9 relative.  Every tolerance is
        relative to the data's own scale (budget checks use
        :func:`memaudit_solvers.objective.budget_slack`), so scaling all costs and the
@@ -179,7 +179,10 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
                            message="no candidate fits the budget with positive value")
     reduced, members, exact_units, dstats, _ = decompose(p, active, max_combos, deadline=deadline,
                                                       budget=budget + tol_b, tree_limit=tree_limit)
-    search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, None)
+    # F of the reduced problem is F of the input (a frontier option's unit is worth its value), so the input's
+    # grid holds there; the options' values are float sums that rarely read as small ratios
+    delta = max(objective_grid(p), objective_grid(reduced))
+    search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, delta)
     search.offer([])
     if not root_lp or (exact_units.all() and search.cost_step <= 0):
         # with the root LP its rounding completed greedily comes first; with every unit exact and
@@ -226,7 +229,7 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         # (n = 50-200) they found none at most roots, and each restart tried them again
         skip_hull = search.hull_found is False or search.skip_hull
         search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, delta,
-                         fixed=fixed, spent=spent, offset=offset)
+                         fixed=fixed, spent=spent, offset=offset, restarted=True)
         search.skip_sub_mip = skipping
         search.skip_hull = skip_hull
         # a group the last root's fixing left without 'none' (every better store takes one of its
@@ -271,7 +274,7 @@ def _start_prices(reduced: Problem) -> np.ndarray:
 
 
 def _search(p: Problem, budget: float, reduced: Problem, members, exact_units, deadline, dp_limit, started,
-            progress, delta, fixed=(), spent: float = 0.0, offset: float = 0.0) -> Search:
+            progress, delta, fixed=(), spent: float = 0.0, offset: float = 0.0, restarted: bool = False) -> Search:
     """A :class:`Search` on ``reduced`` whose stores are checked against the exact budget rule on ``p``.
 
     After a restart that fixed candidates in, ``fixed`` are those (original candidates), ``spent``
@@ -286,7 +289,7 @@ def _search(p: Problem, budget: float, reduced: Problem, members, exact_units, d
 
     return Search(reduced, budget - spent, exact_units=exact_units, use_lp=not exact_units.all(),
                   deadline=deadline, dp_limit=dp_limit, started=started, progress=progress, fits=fits, delta=delta,
-                  offset=offset)
+                  offset=offset, restarted=restarted)
 
 
 def _check_settings(budget, time_limit, root_lp, node_lp, max_combos, dp_limit, tree_limit) -> dict:

@@ -97,6 +97,10 @@ def coverage_values(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return problem.cached("coverage_values", distinct)
 
 
+#: the finest grid :func:`objective_grid` reports, as a fraction of the largest F the data allow
+GRID_FLOOR = 1e-10
+
+
 def objective_grid(problem: Problem) -> float:
     """A step ``delta > 0`` with every value ``F(X)`` a multiple of it, or 0 if none is found.
 
@@ -105,7 +109,9 @@ def objective_grid(problem: Problem) -> float:
     nearest float must be the value itself) and multiplied as such; when they are, ``F`` takes
     values on a grid, and an upper bound below
     ``incumbent + delta`` proves the incumbent optimal.  The grid is detected
-    from the data, never assumed.
+    from the data, never assumed, and not reported (0) when it is finer than
+    :data:`GRID_FLOOR` of the largest F the data allow (the round-off of F's
+    floats would then matter).
 
     Examples
     --------
@@ -160,5 +166,12 @@ def objective_grid(problem: Problem) -> float:
                 grid = _frac_gcd(grid, w * f * s if k < n_pieces else w * f)
             if grid.denominator > 10**9:
                 return 0.0
-        return float(grid) if grid > 0 else 1.0
+        if grid == 0:
+            return 1.0
+        # a step within float round-off of F's size (relative 1e-10: sums of 1e4 terms stay near 1e-12)
+        # would let the prune of a bound below incumbent + step hinge on the round-off: no grid then
+        reach = np.abs(problem.coverage).sum(axis=0)
+        size = float(np.sum(np.abs(problem.weights) * (np.abs(problem.h_slopes).max(axis=1) * reach
+                                                       + np.abs(problem.h_intercepts).max(axis=1))))
+        return float(grid) if float(grid) >= GRID_FLOOR * size else 0.0
     return problem.cached("objective_grid", key)

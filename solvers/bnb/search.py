@@ -129,7 +129,7 @@ class Search:
 
     def __init__(self, problem: Problem, budget: float, *, exact_units: np.ndarray, use_lp: bool,
                  deadline: float, dp_limit: int, started: float | None = None, progress=None, fits=None,
-                 delta: float | None = None, offset: float = 0.0):
+                 delta: float | None = None, offset: float = 0.0, restarted: bool = False):
         self.p = problem
         self.offset = offset    # F of the candidates a restart fixed in: reports add it to this problem's F
         # exact budget rule for a store of this (reduced) problem, asked only near the budget
@@ -162,8 +162,9 @@ class Search:
         # whose last root tried them and found none skips them (skip_hull)
         self.hull_found: bool | None = None
         self.skip_hull = False
-        # a restarted search keeps the first grid: its incumbent lies on that one
-        self.restarted = delta is not None
+        # a restarted search keeps the first grid (its incumbent lies on that one); the first search is
+        # given its input's (``delta``, see branch_and_bound), else reads this problem's
+        self.restarted = restarted
         self.delta = objective_grid(problem) if delta is None else delta
         self.survivors: np.ndarray | None = None
         self.fixed_in = np.zeros(0, dtype=np.int64)     # with survivors: the candidates every better store takes
