@@ -318,10 +318,10 @@ def test_the_grid_of_three_decimal_data_closes_a_fine_grained_summary_at_the_roo
 
 
 def test_objective_grid_is_zero_when_finer_than_the_round_off_of_F():
-    # weights 1e6 and 1e-6 on whole coverage: F is a multiple of 1e-6, 1e-12 of its size (GRID_FLOOR 1e-10)
-    p = Problem.build([1.0, 1.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [1e6, 1e-6])
+    # weights 1e7 and 1e-7 on whole coverage: F is a multiple of 1e-7, 1e-14 of its size (GRID_FLOOR 1e-12)
+    p = Problem.build([1.0, 1.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [1e7, 1e-7])
     assert objective_grid(p) == 0.0
-    assert objective_grid(Problem.build([1.0, 1.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [1e3, 1e-3])) == 1e-3
+    assert objective_grid(Problem.build([1.0, 1.0], [0, 1], [[1.0, 0.0], [0.0, 1.0]], [1e4, 1e-4])) == 1e-4
 
 
 def test_bnb_prunes_on_the_grid_of_its_input_not_of_the_collapsed_problem():

@@ -97,8 +97,11 @@ def coverage_values(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return problem.cached("coverage_values", distinct)
 
 
-#: the finest grid :func:`objective_grid` reports, as a fraction of the largest F the data allow
-GRID_FLOOR = 1e-10
+#: the finest grid :func:`objective_grid` reports, as a fraction of the largest F the data allow.  F and the
+#: bounds are sums whose round-off stays within some (log2 terms + 4) eps of that size (pairwise sums:
+#: about 5e-15 at 100,000 terms), and a prune needs it below half a step: 1e-12 leaves a hundredfold
+#: margin.  (1e-10 dropped the grid of 1e-5 of summary_problem(10000, 0), whose size bound is 116,740.)
+GRID_FLOOR = 1e-12
 
 
 def objective_grid(problem: Problem) -> float:
@@ -168,8 +171,8 @@ def objective_grid(problem: Problem) -> float:
                 return 0.0
         if grid == 0:
             return 1.0
-        # a step within float round-off of F's size (relative 1e-10: sums of 1e4 terms stay near 1e-12)
-        # would let the prune of a bound below incumbent + step hinge on the round-off: no grid then
+        # a step near the float round-off of F's size would let the prune of a bound below
+        # incumbent + step hinge on the round-off: no grid then (GRID_FLOOR)
         reach = np.abs(problem.coverage).sum(axis=0)
         size = float(np.sum(np.abs(problem.weights) * (np.abs(problem.h_slopes).max(axis=1) * reach
                                                        + np.abs(problem.h_intercepts).max(axis=1))))
