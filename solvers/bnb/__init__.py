@@ -180,8 +180,9 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
     reduced, members, exact_units, dstats, _ = decompose(p, active, max_combos, deadline=deadline,
                                                       budget=budget + tol_b, tree_limit=tree_limit)
     # F of the reduced problem is F of the input (a frontier option's unit is worth its value), so the input's
-    # grid holds there; the options' values are float sums that rarely read as small ratios
-    delta = max(objective_grid(p), objective_grid(reduced))
+    # grid holds there when the reduced problem shows none: its options' values are float sums that rarely
+    # read as small ratios
+    delta = objective_grid(reduced) or objective_grid(p)
     search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, delta)
     search.offer([])
     if not root_lp or (exact_units.all() and search.cost_step <= 0):
