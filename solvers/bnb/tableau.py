@@ -76,12 +76,13 @@ INTEGER_BUDGET_ROW = True
 MIN_EFFICACY = 1e-5
 
 
-def tableau_cuts(node_lp, x: np.ndarray, y: np.ndarray, max_rows: int = MAX_ROWS):
+def tableau_cuts(node_lp, x: np.ndarray, y: np.ndarray, max_rows: int | None = None):
     """Gomory mixed-integer cuts of the LP point ``(x, y)`` from the node LP's current basis.
 
     Returns ``(ycoef, gamma, alpha)``: the cuts ``ycoef . y <= gamma + alpha . x`` (``ycoef``, ``alpha``
     CSR matrices over the units and the candidates), possibly none.
     """
+    max_rows = MAX_ROWS if max_rows is None else max_rows
     n_x, n_y = node_lp.n_x, node_lp.n_y
     a = node_lp.matrix
     v = np.concatenate([x, y])
