@@ -13,7 +13,7 @@ from memaudit_solvers.bnb import branch_and_bound, lagrangian_bound, objective_g
 from memaudit_solvers.milp import milp_highs
 from memaudit_solvers.objective import evaluate, is_feasible, total_cost
 from memaudit_solvers.problem import Problem, breakpoint_pieces, min_cap_pieces
-from memaudit_solvers.random_problems import random_problem, tiny_problem
+from memaudit_solvers.random_problems import random_problem, summary_problem, tiny_problem
 from memaudit_solvers.result import Result
 from test_objective import build, problem_data  # the drawn-problem strategy of the objective tests
 
@@ -307,8 +307,6 @@ def test_objective_grid_of_decimal_weights_on_decimal_coverage(n, m, data):
 def test_the_grid_of_three_decimal_data_closes_a_fine_grained_summary_at_the_root():
     """A 40-experience summary problem (3-decimal coverage and weights) whose root bound is OPT + 4.6e-8:
     with no grid bnb explored 27,301 nodes (63 s; HiGHS 1 s); the grid of 1e-6 proves OPT at the root."""
-    from memaudit_solvers.random_problems import summary_problem
-
     p = summary_problem(40, 524288, window=2, restate=0.8, coverage_decimals=3)
     assert objective_grid(p) == pytest.approx(1e-6, rel=1e-12)
     budget = 0.10 * p.stream_cost()
@@ -327,8 +325,6 @@ def test_objective_grid_is_zero_when_finer_than_the_round_off_of_F():
 def test_bnb_prunes_on_the_grid_of_its_input_not_of_the_collapsed_problem():
     """Collapsed components become options worth float sums of products (no small ratios); F is unchanged,
     so the input's grid (3-decimal weights, 2-decimal coverage: 1e-5) is the one the search uses."""
-    from memaudit_solvers.random_problems import summary_problem
-
     p = summary_problem(50, 2)
     r = branch_and_bound(p, 0.25 * p.stream_cost())
     assert r.stats["components"] > 1 and r.stats["grid_step"] == objective_grid(p) == pytest.approx(1e-5)
