@@ -99,11 +99,12 @@ def test_exchange_greedy_finds_the_optimum_greedy_misses_and_spares_the_cut_roun
 
 @settings(max_examples=30, deadline=None)
 @given(st.sampled_from(["summary", "coupled", "pwl"]), st.integers(4, 7), st.integers(0, 10**6),
-       st.sampled_from([0.1, 0.25, 0.5]), st.integers(0, 10**6), st.booleans())
-def test_node_lp_sub_mip_finds_the_best_store_of_its_candidates(family, n, seed, frac, pick_seed, start):
-    """The node LP of a root (its rows and every cut of its rounds) made a MIP over some candidates is the
-    problem restricted to them: HiGHS proves a store, within the budget, one per group, of them only, worth
-    brute force's best over them, with the incumbent as a MIP start or without."""
+       st.sampled_from([0.1, 0.25, 0.5]), st.integers(0, 10**6), st.booleans(), st.sampled_from([100, 3, 0]))
+def test_node_lp_sub_mip_finds_the_best_store_of_its_candidates(family, n, seed, frac, pick_seed, start, max_nnz):
+    """The node LP of a root (its rows and the cuts of its rounds up to ``SUB_MIP_MAX_CUT_NNZ`` nonzeros;
+    with 0 no cut) made a MIP over some candidates is the problem restricted to them: HiGHS proves a store,
+    within the budget, one per group, of them only, worth brute force's best over them, with the incumbent
+    as a MIP start or without (a row of the model left out with the cuts would show here)."""
     p = family_problem(family, n, seed)
     budget = frac * p.stream_cost()
     search, _, info, lp = root_search(p, budget)
@@ -119,7 +120,12 @@ def test_node_lp_sub_mip_finds_the_best_store_of_its_candidates(family, n, seed,
             best, best_store = evaluate(p, chosen), chosen
     if start:
         search.offer(best_store if rng.random() < 0.5 else best_store[:-1])
-    store, proved = node_lp_sub_mip_store(search, cands, 30.0)
+    saved = primal_module.SUB_MIP_MAX_CUT_NNZ
+    primal_module.SUB_MIP_MAX_CUT_NNZ = max_nnz
+    try:
+        store, proved = node_lp_sub_mip_store(search, cands, 30.0)
+    finally:
+        primal_module.SUB_MIP_MAX_CUT_NNZ = saved
     assert proved and store is not None
     assert set(store.tolist()) <= set(cands.tolist())
     assert np.unique(p.groups[store]).size == store.size and costs_fit(p, p.costs[store], budget)

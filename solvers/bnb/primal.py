@@ -301,13 +301,23 @@ SUB_MIP_ON_NODE_LP = True
 #: the same 330 candidates took 0.94 s each; the solve 4.74 -> 3.92 s (HiGHS 4.0 s)
 SKIP_PROVED = True
 
+#: a cut row of the node LP with more nonzeros than this on the sub-MIP's columns stays out of the
+#: sub-MIP (every other row goes in).  The dense rows are the tableau cuts' (the one-unit cuts have a
+#: unit's candidates); with a dozen of them among 700 cuts HiGHS spent the sub-MIP's 5 s at its
+#: root: summary_problem(1000, 1, restate=0.8) at 5 %, 1,463 candidates, not proved in 5.0 s with
+#: them, proved in 1.85 s without; the solve 16.5-22.0 -> 6.9-8.8 s (HiGHS 7.9 s).  23 cells of the
+#: summary families of 1.4 s or more (n = 100-1,000, 5-25 %) side by side: median 0.997, total 0.857;
+#: without any tableau cut (by origin, not density) total 0.899, without any cut at all 0.834 on 66 cells
+SUB_MIP_MAX_CUT_NNZ = 100
+
 
 def node_lp_sub_mip_store(search: Search, cands: np.ndarray, time_limit: float):
     """Best store HiGHS finds within ``time_limit`` seconds in the search's node LP made a MIP over ``cands``,
     or None; and whether HiGHS proved it the best such store (only ever used to skip a later sub-MIP).
 
-    The model is the node LP's rows with the node's bounds (every cut of the root's rounds among them: each
-    holds at every store, and ``y_r`` is at most ``h_r`` of the coverage) on the columns of ``cands`` and of
+    The model is the node LP's rows with the node's bounds (the cuts of the root's rounds among them, but
+    those denser than :data:`SUB_MIP_MAX_CUT_NNZ`: each holds at every store, and ``y_r`` is at most
+    ``h_r`` of the coverage) on the columns of ``cands`` and of
     every unit, the candidates integer: its optimum is the best store of ``cands`` the node allows
     (the root's: what a restart fixed in, the groups it left no 'none').  The incumbent, when
     it uses only ``cands``, is HiGHS's MIP start.  HiGHS's default feasibility tolerances: with primal and integrality
@@ -326,9 +336,12 @@ def node_lp_sub_mip_store(search: Search, cands: np.ndarray, time_limit: float):
     n_x, n_y = node_lp.n_x, node_lp.n_y
     cands = np.unique(np.asarray(cands, dtype=np.int64))
     cols = np.concatenate([cands, n_x + np.arange(n_y)])
-    lp = column_lp(hs, sp.csc_array(node_lp.matrix[:, cols]), np.asarray(full.col_cost_)[cols],
-                   np.asarray(full.col_lower_)[cols], np.asarray(full.col_upper_)[cols], full.row_lower_,
-                   full.row_upper_)
+    sub = sp.csr_array(node_lp.matrix[:, cols])
+    keep = np.ones(sub.shape[0], dtype=bool)           # the rows of the model; dense cuts stay out
+    keep[node_lp.cut_row0:] = np.diff(sub.indptr)[node_lp.cut_row0:] <= SUB_MIP_MAX_CUT_NNZ
+    lp = column_lp(hs, sp.csc_array(sub[keep]), np.asarray(full.col_cost_)[cols],
+                   np.asarray(full.col_lower_)[cols], np.asarray(full.col_upper_)[cols],
+                   np.asarray(full.row_lower_)[keep], np.asarray(full.row_upper_)[keep])
     lp.integrality_ = [hs.HighsVarType.kInteger] * cands.size + [hs.HighsVarType.kContinuous] * n_y
     h = _new_silent_highs(hs)
     for name, value in {"threads": 1, "time_limit": float(time_limit), "mip_rel_gap": 0.0,
