@@ -179,9 +179,11 @@ def _patient_case(n, seed, frac, window, restate):
     return r
 
 
-@pytest.mark.parametrize("n, seed, frac, window, restate", [(30, 13, 0.25, 3, 0.5), (40, 9, 0.1, 2, 0.8),
+@pytest.mark.parametrize("n, seed, frac, window, restate", [(30, 13, 0.25, 3, 0.5), (40, 3, 0.1, 2, 0.8),
                                                             (40, 5, 0.25, 3, 0.5)])
 def test_patient_roots_run_on_small_fine_grained_summaries(n, seed, frac, window, restate):
+    # (40, 9, 0.1, 2, 0.8) stalled with highspy 1.15 and not with 1.16 (its LP's basis differs); seed 3's
+    # root stalls with both
     assert _patient_case(n, seed, frac, window, restate).stats["patient_roots"] >= 1
 
 
@@ -195,16 +197,25 @@ def test_patient_roots_keep_the_optimum_on_fine_grained_summaries(n, seed, frac,
 
 def test_the_patient_pass_runs_no_sub_mip_a_proved_one_covers(monkeypatch):
     """The first pass's sub-MIP proved its store the best of its candidates; the patient pass of the same
-    root would take the same ones and could find nothing better (primal.SKIP_PROVED)."""
+    root would take the same ones and could find nothing better (primal.SKIP_PROVED).  Which small root
+    takes that path depends on the LP engine's bases (seed 9 with highspy 1.15, seed 3 with 1.16): the
+    first of these seeds whose patient pass reaches its sub-MIP shows it, and one must."""
     import memaudit_solvers.bnb.primal as primal_module
 
-    p = summary_problem(40, 9, window=2, restate=0.8, coverage_decimals=3)
-    budget = 0.1 * p.stream_cost()
-    skipping = branch_and_bound(p, budget, max_combos=1)
-    monkeypatch.setattr(primal_module, "SKIP_PROVED", False)
-    again = branch_and_bound(p, budget, max_combos=1)
-    assert skipping.stats["patient_roots"] == again.stats["patient_roots"] == 1
-    assert (skipping.stats["sub_mips"], skipping.stats["sub_mips_proved_before"]) == (1, 1)
-    assert (again.stats["sub_mips"], again.stats.get("sub_mips_proved_before", 0)) == (2, 0)
-    assert skipping.status == again.status == "optimal" and skipping.value == pytest.approx(again.value, abs=1e-9)
-    assert skipping.value == pytest.approx(milp_highs(p, budget).value, abs=1e-6)
+    for seed in (3, 9, 12):
+        p = summary_problem(40, seed, window=2, restate=0.8, coverage_decimals=3)
+        budget = 0.1 * p.stream_cost()
+        monkeypatch.setattr(primal_module, "SKIP_PROVED", True)
+        skipping = branch_and_bound(p, budget, max_combos=1)
+        if skipping.stats["patient_roots"] != 1 or skipping.stats["sub_mips_proved_before"] == 0:
+            continue
+        monkeypatch.setattr(primal_module, "SKIP_PROVED", False)
+        again = branch_and_bound(p, budget, max_combos=1)
+        assert again.stats["patient_roots"] == 1
+        assert (skipping.stats["sub_mips"], skipping.stats["sub_mips_proved_before"]) == (1, 1)
+        assert (again.stats["sub_mips"], again.stats.get("sub_mips_proved_before", 0)) == (2, 0)
+        assert skipping.status == again.status == "optimal"
+        assert skipping.value == pytest.approx(again.value, abs=1e-9)
+        assert skipping.value == pytest.approx(milp_highs(p, budget).value, abs=1e-6)
+        return
+    pytest.fail("no patient pass reached a sub-MIP a proved one covers")
