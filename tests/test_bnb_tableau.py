@@ -83,6 +83,44 @@ def test_every_tableau_cut_holds_at_every_store_within_the_budget(n, seed, famil
         assert_valid_at_every_store(p, budget, cuts.ycoef, cuts.gamma, cuts.alpha)
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.integers(3, 6), st.integers(0, 10**6), st.sampled_from(["summary", "coupled", "pwl"]),
+       st.sampled_from([0.1, 0.25, 0.5]), st.booleans(), st.sampled_from([2, 3, 16]))
+def test_a_rows_cut_does_not_depend_on_the_rows_rounded_with_it(n, seed, family, frac, perturbed, batch):
+    """The rows are rounded BATCH at a time (each step one array operation over the batch): the cuts
+    are those of rounding every row alone, in the same order, whatever the batch size."""
+    import memaudit_solvers.bnb.tableau as tableau
+
+    p = family_problem(family, n, seed)
+    budget = frac * float(p.costs.sum())
+    lp = grid_lp(p, budget)
+    rng = np.random.default_rng(seed)
+    saved = tableau.BATCH
+    try:
+        for _ in range(3):
+            out = lp.solve(np.zeros(p.n_candidates), np.ones(p.n_candidates), np.zeros(p.n_groups))
+            if out is None:
+                return
+            x, y = out[2], out[3]
+            if perturbed:
+                x = np.clip(x + rng.normal(0, 0.3, x.size) * (rng.random(x.size) < 0.5), 0, 1)
+                y = np.clip(y + rng.normal(0, 0.3, y.size), 0, None)
+            found = {}
+            for size in (1, batch):
+                tableau.BATCH = size
+                found[size] = tableau_cuts(lp, x, y)
+            (y1, g1, a1), (yb, gb, ab) = found[1], found[batch]
+            assert g1.size == gb.size
+            np.testing.assert_allclose(gb, g1, rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(yb.toarray(), y1.toarray(), rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(ab.toarray(), a1.toarray(), rtol=1e-9, atol=1e-12)
+            if g1.size == 0:
+                return
+            lp.add_cuts(y1, g1, a1)
+    finally:
+        tableau.BATCH = saved
+
+
 def test_tableau_cuts_cut_off_the_lp_point_and_are_found_on_summaries():
     p = summary_problem(5, 2)
     budget = 0.25 * float(p.costs.sum())
