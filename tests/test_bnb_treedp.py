@@ -144,6 +144,25 @@ def test_group_order_of_a_tree_uses_the_tree_decomposition():
     assert open_width(order, g_units) <= 4
 
 
+def test_networkx_is_not_tried_on_an_order_far_wider_than_the_programme_takes(monkeypatch):
+    # 30 groups, each pair sharing a unit: every order keeps about 225 units open, far above
+    # TREE_MAX_WIDTH; the tree decomposition (seconds on such graphs) is not computed, and the order
+    # is still every group once
+    import networkx.algorithms.approximation as approx
+
+    from memaudit_solvers.bnb import treedp
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("networkx's decomposition was tried")
+
+    monkeypatch.setattr(approx, "treewidth_min_degree", refuse)
+    pairs = list(itertools.combinations(range(30), 2))
+    g_units = {g: [k for k, pair in enumerate(pairs) if g in pair] for g in range(30)}
+    order = group_order(g_units)
+    assert sorted(order) == list(range(30))
+    assert open_width(order, g_units) > treedp.TREE_MAX_WIDTH
+
+
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("frac", [0.1, 0.25, 0.5])
 @pytest.mark.parametrize("pwl", [False, True])

@@ -99,8 +99,8 @@ def group_order(g_units: Mapping[int, Sequence[int]]) -> list[int]:
 
     First scipy's reverse Cuthill-McKee order of the group--unit graph (linear in its edges: a
     unit shared by many groups is one node, not a clique of them); when it keeps more than
-    :data:`PATH_WIDTH` units open (the component is no chain) and the graph has at most
-    :data:`MAX_DECOMPOSED_NODES` nodes, also networkx's tree decomposition of that graph
+    :data:`PATH_WIDTH` units open (the component is no chain), at most :data:`TREE_MAX_WIDTH`, and the
+    graph has at most :data:`MAX_DECOMPOSED_NODES` nodes, also networkx's tree decomposition of that graph
     (min-degree; min-fill-in where min-degree's width is at most :data:`REFINE_WIDTH`), its bags
     read depth-first from a bag at the end of a longest path; the order with the smaller
     :func:`open_width` wins.
@@ -193,7 +193,7 @@ def _tree_order(g_units: Mapping[int, Sequence[int]], best: list[int]) -> list[i
     groups = sorted(g_units)
     units = sorted({r for rs in g_units.values() for r in rs})
     n = len(groups) + len(units)
-    if best_width <= PATH_WIDTH or n > MAX_DECOMPOSED_NODES:
+    if best_width <= PATH_WIDTH or best_width > TREE_MAX_WIDTH or n > MAX_DECOMPOSED_NODES:
         return best
     import networkx as nx   # imported only here: it takes a second to load
     from networkx.algorithms.approximation import treewidth_min_degree, treewidth_min_fill_in
@@ -282,6 +282,14 @@ PATH_WIDTH = 2
 
 #: networkx's min-fill-in heuristic refines its min-degree decomposition only up to this width
 REFINE_WIDTH = 2 * MAX_OPEN_UNITS
+
+#: networkx's decomposition is not tried on an order keeping more units open than this.  In 90 drawn
+#: shapes (bench_shapes' summary, validity and coupled kinds at 5-25 %) it brought 4 orders of 14-16
+#: open units to 10-12 and none of more than 24 to MAX_OPEN_UNITS (those kept 25-428 open, its orders
+#: 0-20 % fewer); skipping them saved 1.09 of its 1.75 s there, and 0.35 of 6.7 s on
+#: summary_problem(1000, 2, restate=0.8) at 5 % (widths 133-283, 994 groups).  8 cells side by side
+#: (summaries n = 500-1,000, validity, restate-pwl): time median 0.920, total 0.916
+TREE_MAX_WIDTH = 4 * MAX_OPEN_UNITS
 
 def frontiers(problem: Problem, comps: Sequence[Mapping[int, Sequence[int]]], *, budget: float = math.inf,
               limits: Sequence[int | None], deadline: float = math.inf) -> list[Frontier | None]:
