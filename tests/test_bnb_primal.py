@@ -196,3 +196,23 @@ def test_the_repair_finds_the_optimum_the_root_sub_mip_misses():
     r = branch_and_bound(p, budget, time_limit=120)
     assert r.status == "optimal" and r.stats["repairs_improved"] >= 1
     assert r.value == pytest.approx(p.weights.sum(), rel=1e-12)    # (F <= the weights' sum: optimal)
+
+
+def test_after_a_sub_mip_ran_out_the_later_roots_get_the_shorter_cap(monkeypatch):
+    """A root sub-MIP that ran out of its time unproved leaves the later roots of the solve, restarts
+    included, :data:`~memaudit_solvers.bnb.primal.SUB_MIP_SECONDS_AGAIN`; at 0 they run none (a cap of
+    0.05 s or less skips the sub-MIP).  summary_problem(200, 0, restate=0.8) at 10 % restarts, and its
+    first sub-MIP (510 candidates) takes about 2 s to prove here: with a 0.06 s cap it runs out."""
+    p = summary_problem(200, 0, restate=0.8)
+    budget = 0.1 * p.stream_cost()
+    opt = milp_highs(p, budget).value
+    monkeypatch.setattr(primal_module, "SUB_MIP_SECONDS", 0.06)
+    monkeypatch.setattr(primal_module, "SUB_MIP_SECONDS_AGAIN", 0.0)
+    once = branch_and_bound(p, budget)
+    assert once.status == "optimal" and once.value == pytest.approx(opt, abs=1e-6)
+    assert once.stats["restarts"] >= 1
+    assert once.stats["sub_mips"] == once.stats["sub_mips_ran_out"] == 1
+    monkeypatch.setattr(primal_module, "SUB_MIP_SECONDS_AGAIN", 0.06)      # the restarted roots run theirs
+    again = branch_and_bound(p, budget)
+    assert again.status == "optimal" and again.value == pytest.approx(opt, abs=1e-6)
+    assert again.stats["sub_mips"] >= 2 and again.stats["sub_mips_ran_out"] >= 1

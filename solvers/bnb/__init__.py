@@ -229,10 +229,12 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
         # a root whose hull cuts found nothing leaves the next one without them: on summary_problem(n, s)
         # (n = 50-200) they found none at most roots, and each restart tried them again
         skip_hull = search.hull_found is False or search.skip_hull
+        ran_out = search.sub_mip_ran_out
         search = _search(p, budget, reduced, members, exact_units, deadline, dp_limit, started, progress, delta,
                          fixed=fixed, spent=spent, offset=offset, restarted=True)
         search.skip_sub_mip = skipping
         search.skip_hull = skip_hull
+        search.sub_mip_ran_out = ran_out
         # a group the last root's fixing left without 'none' (every better store takes one of its
         # candidates) keeps no 'none' in the rebuilt problem; a collapsed component keeps no empty store
         sizes = np.fromiter((len(sub) for sub in sub_members), dtype=np.int64, count=len(sub_members))
@@ -250,7 +252,7 @@ def branch_and_bound(problem: Problem, budget: float, /, *, time_limit: float | 
             best_value = max(best_value, search.inc_value + offset)
         for key in ("nodes", "lp_solves", "dp_solves", "pruned", "fixed_by_reduced_cost", "incumbent_updates",
                     "candidate_branchings", "group_branchings", "strong_branching_lps", "dp_node_calls", "dp_node_closes",
-                    "patient_roots", "sub_mips", "sub_mips_proved_before", "repairs", "repairs_improved",
+                    "patient_roots", "sub_mips", "sub_mips_proved_before", "sub_mips_ran_out", "repairs", "repairs_improved",
                     "repair_seconds"):
             stats[key] += search.stats[key]
         stats.update(restart_components=rstats["components"], restart_coupled_groups=rstats["coupled_groups"])

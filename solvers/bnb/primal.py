@@ -35,6 +35,14 @@ SUPPORT_TOL = 1e-6
 #: seconds the root's sub-MIP heuristic may take at most (and at most 30 % of the time left)
 SUB_MIP_SECONDS = 5.0
 
+#: the cap instead of :data:`SUB_MIP_SECONDS` once a root sub-MIP of the same solve (restarts included) ran
+#: out of its time unproved: HiGHS then spent it at the root of the sub-MIP (1,500 cut rows, a 1e-5 grid),
+#: and the next roots' sub-MIPs, on as many candidates, did the same.  summary_problem(1000, s, restate=0.8)
+#: at 10 %: five sub-MIPs of 5 s each; side by side (alternating, 25 cells of the summary families at
+#: n = 200-3,000, 5-25 %): 11 cells median 0.912, total 0.857 ((1000, 0) at 10 % 30.0 -> 18.1 s, (1000, 2)
+#: 53.0 -> 45.7 s); 14 more cells median 0.994, total 0.997 (2 s instead of 1 s: 1.023, 0.868)
+SUB_MIP_SECONDS_AGAIN = 1.0
+
 #: whether the root's sub-MIP also runs at a root whose exact one-unit cuts (:mod:`memaudit_solvers.bnb.hull`)
 #: found some: it does not, since with that closure the root's bound is tight and the search finds the optimum itself,
 #: while the sub-MIP (HiGHS on 93-99 % of the candidates there) repeats HiGHS's whole solve.  Side by side
@@ -282,7 +290,8 @@ def upgrade_store(search: Search, info: dict) -> None:
 
 
 def _seconds(search: Search) -> float:
-    return min(SUB_MIP_SECONDS, 0.3 * (search.deadline - time.perf_counter()))
+    cap = SUB_MIP_SECONDS_AGAIN if search.sub_mip_ran_out else SUB_MIP_SECONDS
+    return min(cap, 0.3 * (search.deadline - time.perf_counter()))
 
 
 #: the root's sub-MIP (not the core MIP, whose store has a part fixed outside it) is HiGHS on the search's
@@ -406,6 +415,9 @@ def root_sub_mip(search: Search, info: dict, lp_x: np.ndarray):
         return None if search.can_prune(info["ub"]) else info
     if _run_sub_mip(search, search.budget, cands, seconds):
         search.sub_mip_proved = cands
+    else:                                           # the later roots' sub-MIPs: SUB_MIP_SECONDS_AGAIN
+        search.sub_mip_ran_out = True
+        search.stats["sub_mips_ran_out"] += 1
     return None if search.can_prune(info["ub"]) else info
 
 

@@ -175,6 +175,7 @@ class Search:
         self.root_stalled = False                       # the last root's rounds left its LP value where it was
         self.skip_sub_mip = False                       # set by a restart whose candidates a sub-MIP closed
         self.sub_mip_proved = np.zeros(0, dtype=np.int64)   # candidates whose best store a sub-MIP proved
+        self.sub_mip_ran_out = False                    # a root sub-MIP of this solve ran out of its time unproved
         self.cost_step = cost_step(problem.costs)
         # pseudocosts: per candidate and direction (0: left out, 1: taken), the LP value lost per unit
         # of the LP value's change, summed, and how many observations
@@ -187,7 +188,7 @@ class Search:
                       "grid_step": self.delta, "cost_step": self.cost_step, "cuts": 0, "tableau_cuts": 0,
                       "cut_rounds": 0, "hull_cuts": 0, "candidate_branchings": 0, "group_branchings": 0,
                       "strong_branching_lps": 0, "dp_node_calls": 0, "dp_node_closes": 0,
-                      "patient_roots": 0, "sub_mips": 0, "sub_mips_proved_before": 0, "repairs": 0,
+                      "patient_roots": 0, "sub_mips": 0, "sub_mips_proved_before": 0, "sub_mips_ran_out": 0, "repairs": 0,
                       "repairs_improved": 0, "repair_seconds": 0.0}
 
     # -- pruning rule -----------------------------------------------------
