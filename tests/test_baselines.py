@@ -55,7 +55,8 @@ def test_baselines_are_feasible_and_below_brute_force(seed, n, pieces, frac):
 
 @pytest.mark.parametrize("name", HEURISTICS)
 def test_same_settings_same_store(name):
-    problem = random_problem(60, seed=11)
+    # greedy-enum runs the greedy from every seed pair: O(n^2) runs, 63 s a call on these 200 candidates
+    problem = random_problem(20 if name == "greedy-enum" else 60, seed=11)
     runs = [get_method(name)(problem, 300.0).chosen.tolist() for _ in range(2)]
     assert runs[0] == runs[1]
 
