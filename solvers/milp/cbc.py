@@ -164,7 +164,7 @@ def milp_cbc(problem: Problem, budget: float, /, *, time_limit: float | None = N
     ran_to_limit = settings["time_limit"] is not None and t2 - t1 >= settings["time_limit"]
     stats["ran_to_limit"] = ran_to_limit
     proved = sol_status == pulp.LpSolutionOptimal and not timed_out and not ran_to_limit
-    stats["optimal_after_time_out"] = sol_status == pulp.LpSolutionOptimal and (timed_out or ran_to_limit)
+    stats["optimal_after_time_out"] = sol_status == pulp.LpSolutionOptimal and timed_out
 
     def chosen_now():
         return _checked_store(problem, budget, model.candidates[np.array([(v.varValue or 0.0) > 0.5 for v in xs],
