@@ -170,9 +170,11 @@ def exchange_greedy(problem: Problem, budget: float, deadline: float, start=()) 
             c = int(cur[groups[v]])
             if c == v:
                 continue
-            gain = _move_gain(p, sums, v, c)
             extra = costs[v] - (costs[c] if c >= 0 else 0.0)
-            if gain <= tol or extra > left:
+            if extra > left:
+                continue                # the budget first: it is cheaper to check than the gain
+            gain = _move_gain(p, sums, v, c)
+            if gain <= tol:
                 continue
             key1 = -gain / (extra / unit) if extra > 0 else -np.inf
             if heap and key1 > heap[0][0] + tol:
