@@ -21,6 +21,22 @@ __all__ = ["NodeLP", "column_lp"]
 #: HiGHS's default ``simplex_iteration_limit`` (no limit)
 _NO_LIMIT = 2**31 - 1
 
+#: seconds the dual simplex gets for a model's first solve (from no basis); an LP it has not solved by
+#: then is solved from scratch by HiGHS's interior-point method with crossover (which leaves a basis
+#: for the later dual simplex re-solves and the tableau cuts).  None: the dual simplex alone.  The
+#: first LP of bnb's root, dual simplex / interior point, one thread: ``summary_problem(10000, s)``
+#: at 5 % 1.0-1.3 / 4.4-5.8 s, at 25 % 15.5-18.5 / 3.4-4.1 s; ``summary_problem(10000, 0,
+#: restate=0.8)`` at 5 % and 25 % 13.4 and 21.2 / 4.6 and 4.0 s; at 3,000 experiences 0.2-1.2 /
+#: 0.6-1.7 s.  Only a basis changes with it, never a bound (every bound bnb reports is recomputed
+#: from the prices the LP proposes).  A model that has cut rows at its first solve (a restart's, which
+#: keeps its root's cuts) is left to the dual simplex: the tableau cuts are dense rows, and the
+#: interior-point method's normal equations fill with them (5.7 s on a restart of
+#: ``summary_problem(10000, 0)`` at 25 %, 21,021 columns, where the dual simplex took 3.9 s).  Whole
+#: solves side by side, ``summary_problem(10000, s)``: with 2 s the 2.45 s first LP at 10 % went to the
+#: interior point (time 1.21 of the dual simplex alone) and at 25 % 0.83 (48.6 -> 40.4 s); with 3 s,
+#: seed 0 at 10 % 0.92, at 25 % 0.87 (36.2 -> 31.5 s); seed 2 at 25 % timed out at 120 s either way.
+FIRST_SOLVE_SECONDS: float | None = 3.0
+
 
 def column_lp(highspy, matrix: sp.csc_array, cost, col_lower, col_upper, row_lower, row_upper):
     """A ``highspy.HighsLp`` of the column-wise ``matrix`` with these costs and bounds (HiGHS's own
@@ -106,6 +122,7 @@ class NodeLP:
         self.g_idx = np.arange(self.group_row0, self.group_row0 + p.n_groups, dtype=np.int32)
         self.cut_row0 = self.group_row0 + p.n_groups
         self.n_cuts = 0
+        self.first_solve: str | None = None     # how the first solve went: "dual simplex" or "interior point"
 
     def add_cuts(self, ycoef: sp.csr_array, gamma: np.ndarray, alpha: sp.csr_array) -> None:
         """Add the rows ``ycoef . y - alpha . x <= gamma`` (cuts of :class:`memaudit_solvers.bnb.cuts.Cuts`)."""
@@ -179,6 +196,40 @@ class NodeLP:
             h.changeColBounds(int(column), float(restore[0]), float(restore[1]))
             h.setOptionValue("simplex_iteration_limit", _NO_LIMIT)
 
+    def _run(self):
+        h = self.h
+        status = h.run()
+        if status.name == "kError" and h.getModelStatus().name == "kNotset":
+            h.resetGlobalScheduler(True)        # another HiGHS user started the scheduler differently
+            status = h.run()
+        return status
+
+    def _first_run(self):
+        """The first solve: the dual simplex for :data:`FIRST_SOLVE_SECONDS`, then, if it has not
+        finished, the interior-point method with crossover; the options are put back after."""
+        h, seconds = self.h, FIRST_SOLVE_SECONDS
+        self.first_solve = "dual simplex"
+        if seconds is None:
+            self._run()
+            return
+        h.setOptionValue("time_limit", float(seconds))
+        try:
+            self._run()
+        finally:
+            h.setOptionValue("time_limit", self.hs.kHighsInf)
+        if h.getModelStatus() != self.hs.HighsModelStatus.kTimeLimit:
+            return
+        self.first_solve = "interior point"
+        h.setOptionValue("solver", "ipm")
+        try:
+            self._run()
+        finally:
+            h.setOptionValue("solver", "choose")
+        # once more by the simplex, from the crossover's basis (no iteration when it is optimal): the
+        # simplex then holds that basis factorised.  Without it HiGHS 1.16 may have no factorisation
+        # after an interior-point run, and getBasisInverseRow (the tableau cuts) crashed the process
+        self._run()
+
     def solve(self, lower: np.ndarray, upper: np.ndarray, group_lower: np.ndarray):
         """Re-solve with these candidate bounds and group-row lower bounds.
 
@@ -189,10 +240,11 @@ class NodeLP:
         h = self.h
         h.changeColsBounds(self.n_x, self.x_idx, lower.astype(float), upper.astype(float))
         h.changeRowsBounds(self.n_groups, self.g_idx, group_lower.astype(float), np.ones(self.n_groups))
-        status = h.run()
-        if status.name == "kError" and h.getModelStatus().name == "kNotset":
-            h.resetGlobalScheduler(True)        # another HiGHS user started the scheduler differently
-            status = h.run()
+        if self.first_solve is None and self.n_cuts == 0:
+            self._first_run()
+        else:
+            self.first_solve = self.first_solve or "dual simplex"
+            self._run()
         if h.getModelStatus() != self.hs.HighsModelStatus.kOptimal:
             return None
         sol = h.getSolution()
