@@ -298,3 +298,84 @@ def test_the_unspent_budget_is_followed_exactly_when_the_first_stage_cannot_deci
     assert r.status == "optimal" and r.value == best.value == 4.5
     assert proof["costs_followed"] and proof["window"] == 0.5 and proof["losses"] == [["3/8", 1]]
     assert "not with the budget the components' stores actually leave unspent" in r.message
+
+
+
+def test_a_component_that_keeps_too_many_units_open_is_declined_before_its_programme_runs(monkeypatch):
+    import re
+
+    import memaudit_solvers.lattice.frontier as frontier
+    from memaudit_solvers.bnb import branch_and_bound
+    from memaudit_solvers.greedy import greedy_store
+    from memaudit_solvers.random_problems import summary_problem
+
+    # summaries over a sliding window, 30 % of the units restated from anywhere earlier: one component
+    # whose order keeps hundreds of units open (at 3,000 experiences its programme declined on its
+    # entries after 6.9 s)
+    p = summary_problem(300, 0)
+    budget = 0.1 * p.stream_cost()
+    store = greedy_store(p, budget)
+    with pytest.raises(Declined, match="shared units open at once") as info:
+        lattice(p, budget, hint=store, max_stores=1)
+    width = int(re.search(r"keeps up to ([\d,]+) shared units", str(info.value)).group(1).replace(",", ""))
+    assert width > frontier.MAX_OPEN_UNITS
+    monkeypatch.setattr(frontier, "MAX_OPEN_UNITS", width)     # at the limit: the programme runs (to its deadline)
+    assert lattice(p, budget, hint=store, max_stores=1, time_limit=0.5).status == "timeout"
+    # components that keep one unit open at a time (restated random problems) still get their proof
+    q = random_problem(400, 1, restate=0.8)
+    q_budget = 0.1 * q.stream_cost()
+    monkeypatch.setattr(frontier, "MAX_OPEN_UNITS", 1)
+    r = lattice(q, q_budget, hint=branch_and_bound(q, q_budget).chosen, max_stores=1)
+    assert r.stats["lattice"]["n_programmed"] > 0
+    monkeypatch.setattr(frontier, "MAX_OPEN_UNITS", 0)
+    with pytest.raises(Declined, match="keeps up to 1 shared units open"):
+        lattice(q, q_budget, hint=r.chosen, max_stores=1)
+
+
+def _with_costs_by_loops(loss, cost, comp, n_comp, window, budget, p, targets):
+    """The second stage as plain loops over stores and shortfalls (the oracle of the array version)."""
+    stores = [[(int(l), int(c)) for l, c, k in zip(loss, cost, comp) if k == j and l <= window] for j in range(n_comp)]
+    reach = {(0, 0)}
+    for options in stores:
+        if options:
+            reach = {(l + lo, c + co) for l, c in reach for lo, co in options if c + co <= budget and l + lo <= window}
+    hits = []
+    for i, short in enumerate(targets):
+        if any(l + p * (budget - c) == short for l, c in reach):
+            hits.append(i)
+    return hits
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 6), st.integers(0, 40), st.integers(0, 30), st.integers(0, 7),
+       st.integers(1, 4))
+def test_the_second_stage_finds_the_shortfalls_the_loops_find(seed, n_comp, window, budget, p, q):
+    prove_module = sys.modules["memaudit_solvers.lattice.prove"]
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 4, n_comp)
+    comp = np.repeat(np.arange(n_comp), sizes)
+    loss = rng.integers(0, window + 3, comp.size)
+    loss[np.r_[0, np.cumsum(sizes)[:-1]]] = 0            # each component's best store loses nothing
+    cost = rng.integers(0, max(budget // 2, 1) + 1, comp.size)
+    targets = window - q * np.arange(window // q + 1)
+    got = prove_module._with_costs(loss, cost, comp, n_comp, window, budget, p, targets, math.inf)
+    assert got is not None
+    assert got.tolist() == _with_costs_by_loops(loss, cost, comp, n_comp, window, budget, p, targets.tolist())
+
+
+def test_a_wide_window_with_as_many_shortfalls_is_followed_exactly_in_time():
+    from memaudit_solvers.bnb import branch_and_bound
+    from memaudit_solvers.random_problems import summary_problem
+
+    # a window of 61,559 units and as many shortfalls: the second stage looped over both (266 s, its
+    # 30 s limit notwithstanding); now it proves the optimum with the costs followed
+    p = summary_problem(20, 0)
+    budget = 0.1 * p.stream_cost()
+    best = branch_and_bound(p, budget)
+    r = lattice(p, budget, hint=best.chosen, max_stores=1, time_limit=60)
+    assert r.status == "optimal" and r.value == pytest.approx(best.value, abs=1e-9)
+    assert r.stats["lattice"]["costs_followed"]
+    prove_module = sys.modules["memaudit_solvers.lattice.prove"]
+    passed = prove_module._with_costs(np.zeros(3, np.int64), np.ones(3, np.int64), np.array([0, 0, 1]), 2, 5, 3,
+                                      1, np.arange(5, -1, -1), deadline=0.0)
+    assert passed is None                                # past its deadline it gives up

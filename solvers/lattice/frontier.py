@@ -32,6 +32,15 @@ __all__ = ["frontier"]
 #: the most coverage levels of one unit the programme tabulates
 _MAX_LEVELS = 100_000
 
+#: the most shared units the order may keep open at once (more: decline before the programme runs).
+#: Each open unit multiplies the states a step can reach.  Measured (git 5015301): every large component
+#: the certificate proved at 10,000-30,000 experiences (``random_problem(n, s, restate=0.8)`` with min1,
+#: pwl and cap h, 409-414 components each) keeps at most 1 unit open; the one component of
+#: ``summary_problem(3000, 0)`` keeps 1,158 open, that of ``summary_problem(10000, 0)`` 3,978, and their
+#: programmes declined on :data:`~memaudit_solvers.lattice.MAX_ENTRIES` after 6.9 and 14-17 s
+#: (311,040 states at the 13th of 9,509 steps).
+MAX_OPEN_UNITS = 64
+
 
 def pareto(cost: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The (cost, value) pairs no other pair beats (costs no more and is worth at least as much), by cost."""
@@ -50,7 +59,8 @@ def frontier(problem: Problem, groups: list[np.ndarray], worth: np.ndarray, cost
     """``(costs, values)`` of the Pareto frontier of one component's stores within ``budget`` (whole cost and grid
     steps), ``groups`` the kept candidates of each of its groups; None past ``deadline``.
 
-    Raises :class:`Declined` when the coverage is on no exact grid or the lists grow past ``max_entries``.
+    Raises :class:`Declined` when the coverage is on no exact grid, the order keeps more than
+    :data:`MAX_OPEN_UNITS` shared units open at once, or the lists grow past ``max_entries``.
     """
     m = len(groups)
     cands = np.concatenate(groups)
@@ -96,6 +106,13 @@ def frontier(problem: Problem, groups: list[np.ndarray], worth: np.ndarray, cost
     last = np.full(units.size, -1, dtype=np.int64)
     np.minimum.at(first, local, pos[gpos[s_row]])
     np.maximum.at(last, local, pos[gpos[s_row]])
+    # a unit is open from the step of its first group up to that of its last (exclusive)
+    width = int(np.cumsum(np.bincount(first, minlength=m + 1) - np.bincount(last, minlength=m + 1)).max()) \
+        if units.size else 0
+    if width > MAX_OPEN_UNITS:
+        raise Declined(f"a coupled component ({m} experiences) keeps up to {width:,} shared units open at once in "
+                       f"its programme's order, more than {MAX_OPEN_UNITS}: the lattice certificate cannot list "
+                       "its stores")
     levels, table = _unit_tables(problem, units, local, amt, gpos[s_row], scale, step, m)
     shares: list[dict[int, int]] = [dict() for _ in range(cands.size)]
     for r, u, a in zip(s_row.tolist(), local.tolist(), amt.tolist()):
