@@ -136,7 +136,9 @@ def frontier(problem: Problem, groups: list[np.ndarray], worth: np.ndarray, cost
         options: list[tuple[int, int, dict[int, int]]] = [(0, 0, {})]
         options += [(int(costs[r]), int(privs[r]), shares[r]) for r in by_pos[i]]
         buckets: dict[tuple, list] = defaultdict(list)
-        for key, (c, v) in states.items():
+        for n_done, (key, (c, v)) in enumerate(states.items()):
+            if n_done % 4096 == 4095 and time.perf_counter() > deadline:
+                return None                  # (one step over many states can take seconds)
             cover = dict(zip(open_now, key))
             for cost, worth_own, share in options:
                 now = dict(cover)
