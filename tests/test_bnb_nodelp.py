@@ -78,5 +78,6 @@ def test_bnb_with_every_first_solve_by_the_interior_point_method_proves_the_brut
         mp.setattr(NodeLP, "_first_run", recorded)
         r = branch_and_bound(p, budget, max_combos=1, tree_limit=0)
     assert r.status == "optimal"
-    assert ways and set(ways) == {"interior point"}
+    # (some roots close before any LP: a component small enough for the dynamic programme)
+    assert set(ways) == ({"interior point"} if r.stats["lp_solves"] else set())
     assert r.value == pytest.approx(brute_force(p, budget).value, rel=1e-9, abs=1e-9)
