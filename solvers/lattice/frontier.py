@@ -35,8 +35,9 @@ _MAX_LEVELS = 100_000
 #: the most shared units the order may keep open at once (more: decline before the programme runs).
 #: Each open unit multiplies the states a step can reach.  Measured (git 5015301): every large component
 #: the certificate proved at 10,000 experiences (``random_problem(10000, s, restate=0.8)`` with min1,
-#: pwl and cap h, 409-414 components each; ``random_problem`` at 10,000 and 30,000 has none) keeps 1 unit open; the one component of
-#: ``summary_problem(3000, 0)`` keeps 1,158 open, that of ``summary_problem(10000, 0)`` 3,978, and their
+#: pwl and cap h, 409-414 components each; ``random_problem`` at 10,000 and 30,000 has none) keeps 1
+#: unit open; the one component of ``summary_problem(3000, 0)`` keeps 1,158 open, that of
+#: ``summary_problem(10000, 0)`` 3,978, and their
 #: programmes declined on :data:`~memaudit_solvers.lattice.MAX_ENTRIES` after 6.9 and 14-17 s
 #: (311,040 states at the 13th of 9,509 steps).
 MAX_OPEN_UNITS = 64

@@ -169,8 +169,7 @@ def _with_costs(loss, cost, comp, n_comp: int, window: int, budget: int, p: int,
         table = new
     targets = np.asarray(targets, dtype=np.int64)
     if p == 0:                           # unspent budget loses nothing: the loss alone, at any cost spent
-        any_cost = np.asarray(table.any(axis=1), dtype=bool)
-        return np.flatnonzero(any_cost[np.clip(targets, 0, window)] & (targets <= window))
+        return np.flatnonzero(np.asarray(table.any(axis=1), dtype=bool)[targets])     # (targets lie in the window)
     # a loss l of the components and s unspent steps with l + p s = short, s = room - (cost spent) >= 0:
     # one array operation per s (or per target, when there are fewer), never a loop over both (with a
     # window of 61,559 and as many targets that loop ran 266 s on summary_problem(20, 0) at 10 %)
